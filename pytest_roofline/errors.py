@@ -1,0 +1,26 @@
+"""Error and warning types shared by every layer.
+
+Pure modules (``roofline``, ``stats``, ``policy``, ``hardware``, ``store``) raise these and never
+import pytest; the plugin turns a :class:`RooflineError` raised by user input into
+``pytest.UsageError`` at configure or collection time.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "RooflineError", "RooflineWarning", "StoreError"]
+
+
+class RooflineError(Exception):
+    """A problem with user input or stored data; the message names the source and the valid form."""
+
+
+class ConfigError(RooflineError, ValueError):
+    """Invalid configuration: an option, ini key, ``roofline.yaml`` key, marker argument or declaration."""
+
+
+class StoreError(RooflineError):
+    """The result store cannot be opened, read or written safely (nothing stored is changed)."""
+
+
+class RooflineWarning(UserWarning):
+    """A recoverable problem (missing counters, degenerate samples, a busy host); filter it like any warning."""

@@ -1,0 +1,1 @@
+"""Measurement: sampling loop, clocks and counters."""
