@@ -1,0 +1,419 @@
+"""Configuration: the one place where precedence is decided.
+
+Precedence, highest first: marker > command line > ini (``pytest.ini`` / ``pyproject.toml``) >
+``roofline.yaml`` > defaults. The plugin reads options and ini values once, hands them here as
+plain mappings, and everything else receives the frozen :class:`RooflineConfig` or a per-test
+:class:`TestSettings`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, cast
+
+import yaml
+
+from pytest_roofline.durations import parse_duration
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.hardware import HardwareTarget, target_from_mapping
+from pytest_roofline.markers import MarkerSettings
+from pytest_roofline.ownership import OwnerRule, match_owner, parse_owner_rules
+from pytest_roofline.sla import SlaSpec, parse_sla
+from pytest_roofline.workload import WorkloadSlice, parse_slices
+
+__all__ = [
+    "DEFAULTS",
+    "GATE_CHOICES",
+    "GateSettings",
+    "RooflineConfig",
+    "TestSettings",
+    "build_config",
+    "load_yaml",
+    "parse_tag",
+    "resolve_test",
+]
+
+GateOn = Literal["rollback", "escalate", "never"]
+GATE_CHOICES: tuple[GateOn, ...] = ("rollback", "escalate", "never")
+CONFIG_FILENAME = "roofline.yaml"
+YAML_KEYS = (
+    "target", "targets", "slices", "owners", "sla", "gate", "tags", "layers",
+    "budget", "min_samples", "max_samples", "warmup", "store", "counters",
+)  # fmt: skip
+GATE_KEYS = ("alpha", "min_effect", "replay", "history")
+
+
+@dataclass(frozen=True, slots=True)
+class _Defaults:
+    target: str = "auto"
+    store: str = ".roofline/store.sqlite"
+    # Half a second per test samples a 1 ms kernel ~500 times (enough for p95; p99 needs 299) and
+    # keeps a 20-test suite near 10 s, against pytest-benchmark's ~1.4 s per test.
+    budget_s: float = 0.5
+    # The p95 estimate needs 59 samples before any one-sided bound exists; below that a slow test
+    # still gets its minimum and its verdict says "insufficient".
+    min_samples: int = 10
+    max_samples: int = 200_000
+    warmup_s: float = 0.05
+    alpha: float = 0.05
+    min_effect_p95: float = 0.05
+    min_effect_p99: float = 0.10
+    replay: int = 1
+    history: int = 10
+    gate_on: GateOn = "rollback"
+
+
+DEFAULTS = _Defaults()
+
+DEFAULT_LAYERS: Mapping[str, tuple[str, ...]] = {
+    "data": ("dataset", "slice*"),
+    "model": ("model", "git_commit", "git_dirty"),
+    "runtime": ("python", "pytest", "numpy", "scipy", "blas*", "env_*", "torch", "cuda*"),
+    "hardware": ("cpu", "cpu_count", "machine", "gpu", "target"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GateSettings:
+    """How strict the gate is: significance, practical margins per quantile, replays."""
+
+    alpha: float = DEFAULTS.alpha
+    min_effect: Mapping[str, float] = field(
+        default_factory=lambda: {"p95": DEFAULTS.min_effect_p95, "p99": DEFAULTS.min_effect_p99}
+    )
+    replay: int = DEFAULTS.replay
+    history: int = DEFAULTS.history
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineConfig:
+    """Every session-wide setting, resolved once at configure time."""
+
+    enabled: bool
+    rootdir: Path
+    config_path: Path | None
+    target: str
+    targets: Mapping[str, HardwareTarget]
+    store_path: Path
+    save_label: str | None
+    baseline_label: str | None
+    json_path: Path | None
+    markdown_path: Path | None
+    report_path: Path | None
+    budget_s: float
+    min_samples: int
+    max_samples: int
+    warmup_s: float
+    gate_on: GateOn
+    gate: GateSettings
+    tags: Mapping[str, str]
+    layers: Mapping[str, tuple[str, ...]]
+    slices: Mapping[str, tuple[WorkloadSlice, ...]]
+    owners: tuple[OwnerRule, ...]
+    sla: SlaSpec
+    summary: bool
+    counters: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TestSettings:
+    """Settings for one test after marker > session precedence."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    owners: tuple[str, ...]
+    rollback: str | None
+    sla: SlaSpec
+    precision: str | None
+    budget_s: float
+    slices: tuple[WorkloadSlice, ...] | None
+
+
+def load_yaml(path: Path) -> dict[str, object]:
+    """Read ``roofline.yaml`` with ``yaml.safe_load``; errors name the file and the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the roofline config: {exc.strerror or exc}"
+        ) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys {list(YAML_KEYS)}")
+    unknown = sorted(str(k) for k in data if k not in YAML_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; valid keys: {list(YAML_KEYS)}")
+    return cast("dict[str, object]", data)
+
+
+def parse_tag(text: str, *, where: str) -> tuple[str, str]:
+    """Split ``KEY=VALUE``; the key must be non-empty."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(
+            f"{where}: expected KEY=VALUE (e.g. dataset=imagenet-val-2024), got {text!r}"
+        )
+    return key.strip(), value.strip()
+
+
+def _parse_fraction(value: object, *, where: str) -> float:
+    """A margin written as ``5%`` or ``0.05``."""
+    number: float
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            number = float(value.strip()[:-1]) / 100
+        except ValueError:
+            number = math.nan
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        number = math.nan
+    if not math.isfinite(number) or not 0 <= number < 10:
+        raise ConfigError(
+            f'{where}: expected a relative margin such as "5%" or 0.05, got {value!r}'
+        )
+    return number
+
+
+def _positive_int(value: object, *, where: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _parse_gate(value: object, *, where: str) -> GateSettings:
+    if value is None:
+        return GateSettings()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with keys {list(GATE_KEYS)}, got {value!r}")
+    unknown = sorted(str(k) for k in value if k not in GATE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {list(GATE_KEYS)}")
+    alpha = value.get("alpha", DEFAULTS.alpha)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
+        raise ConfigError(
+            f"{where}.alpha: expected a significance level in (0, 0.5), got {alpha!r}"
+        )
+    min_effect = dict(GateSettings().min_effect)
+    raw_effect = value.get("min_effect")
+    if raw_effect is not None:
+        if not isinstance(raw_effect, Mapping):
+            raise ConfigError(
+                f'{where}.min_effect: expected {{p95: "5%", p99: "10%"}}, got {raw_effect!r}'
+            )
+        for key, margin in raw_effect.items():
+            if key not in ("p50", "p95", "p99"):
+                raise ConfigError(
+                    f"{where}.min_effect: unknown quantile {key!r}; valid: p50, p95, p99"
+                )
+            min_effect[key] = _parse_fraction(margin, where=f"{where}.min_effect.{key}")
+    return GateSettings(
+        alpha=float(alpha),
+        min_effect=min_effect,
+        replay=_positive_int(
+            value.get("replay", DEFAULTS.replay), where=f"{where}.replay", minimum=0
+        ),
+        history=_positive_int(value.get("history", DEFAULTS.history), where=f"{where}.history"),
+    )
+
+
+def _parse_layers(value: object, *, where: str) -> Mapping[str, tuple[str, ...]]:
+    if value is None:
+        return DEFAULT_LAYERS
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str)
+        and isinstance(v, Sequence)
+        and not isinstance(v, str)
+        and all(isinstance(t, str) for t in v)
+        for k, v in value.items()
+    ):
+        raise ConfigError(
+            f"{where}: expected a mapping of layer name to a list of tag names or globs, "
+            f"e.g. {{data: [dataset], runtime: [python, env_*]}}, got {value!r}"
+        )
+    return {str(k): tuple(v) for k, v in value.items()}
+
+
+def _parse_tags_mapping(value: object, *, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{where}: expected a mapping of tag name to value, got {value!r}")
+    return {k: str(v) for k, v in value.items()}
+
+
+def _first(*values: object) -> object:
+    """The first value that is set: how every precedence chain below is resolved."""
+    for value in values:
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def build_config(
+    *,
+    rootdir: Path,
+    cli: Mapping[str, object],
+    ini: Mapping[str, object],
+    invocation_dir: Path | None = None,
+) -> RooflineConfig:
+    """Resolve the session's configuration from command line, ini and ``roofline.yaml`` values.
+
+    ``cli`` and ``ini`` map the option names without the ``roofline_`` prefix (``target``,
+    ``store``, ``budget``, ``tags``...) to the raw values; ``None`` means "not given".
+    Relative paths from the command line are taken from ``invocation_dir`` (as pytest's own
+    ``--junitxml`` is); those from ini or ``roofline.yaml`` from ``rootdir``.
+    """
+    invocation_dir = invocation_dir or rootdir
+
+    def located(key: str, *more: object) -> Path | None:
+        """The path set for ``key`` by precedence, made absolute against where it was written."""
+        for base, value in (
+            (invocation_dir, cli.get(key)),
+            (rootdir, ini.get(key)),
+            *((rootdir, m) for m in more),
+        ):
+            if value is not None and value != "":
+                path = Path(str(value))
+                return path if path.is_absolute() else base / path
+        return None
+
+    enabled = bool(_first(cli.get("enabled"), ini.get("enabled"), False))
+
+    config_path = located("config")
+    if config_path is not None:
+        if not config_path.is_file():
+            raise ConfigError(
+                f"--roofline-config: {config_path} does not exist; give the path of a roofline.yaml"
+            )
+    else:
+        candidate = rootdir / CONFIG_FILENAME
+        config_path = candidate if candidate.is_file() else None
+    data = load_yaml(config_path) if config_path is not None else {}
+    src = str(config_path) if config_path is not None else CONFIG_FILENAME
+
+    targets_raw = data.get("targets") or {}
+    if not isinstance(targets_raw, Mapping):
+        raise ConfigError(f"{src}: targets: expected a mapping of target name to peaks")
+    targets = {
+        str(name): target_from_mapping(str(name), spec, where=f"{src}: targets.{name}")
+        for name, spec in targets_raw.items()
+    }
+    slices_raw = data.get("slices") or {}
+    if not isinstance(slices_raw, Mapping):
+        raise ConfigError(f"{src}: slices: expected a mapping of group name to a list of slices")
+    slices = {
+        str(group): parse_slices(items, where=f"{src}: slices.{group}", group=str(group))
+        for group, items in slices_raw.items()
+    }
+
+    def duration(key: str, yaml_key: str, default: float) -> float:
+        for origin, value in (
+            (f"--roofline-{key}", cli.get(key)),
+            (f"ini roofline_{key}", ini.get(key)),
+            (f"{src}: {yaml_key}", data.get(yaml_key)),
+        ):
+            if value is not None and value != "":
+                return parse_duration(value, where=origin)
+        return default
+
+    def integer(key: str, default: int) -> int:
+        for origin, value in (
+            (f"ini roofline_{key}", ini.get(key)),
+            (f"{src}: {key}", data.get(key)),
+        ):
+            if value is not None and value != "":
+                if isinstance(value, str) and value.strip().isdigit():
+                    value = int(value)
+                return _positive_int(value, where=origin)
+        return default
+
+    gate_on = _first(cli.get("gate"), ini.get("gate"), DEFAULTS.gate_on)
+    if gate_on not in GATE_CHOICES:
+        raise ConfigError(
+            f"--roofline-gate / roofline_gate: expected one of {list(GATE_CHOICES)}, got {gate_on!r}"
+        )
+
+    tags = _parse_tags_mapping(data.get("tags"), where=f"{src}: tags")
+    for origin, entries in (
+        ("ini roofline_tags", ini.get("tags")),
+        ("--roofline-tag", cli.get("tags")),
+    ):
+        for entry in cast("Sequence[str]", entries or ()):
+            key, value = parse_tag(entry, where=origin)
+            tags[key] = value
+
+    store_path = located("store", data.get("store"), DEFAULTS.store)
+    assert store_path is not None  # the default is always set
+    min_samples = integer("min_samples", DEFAULTS.min_samples)
+    max_samples = integer("max_samples", DEFAULTS.max_samples)
+    if max_samples < min_samples:
+        raise ConfigError(f"max_samples ({max_samples}) must be >= min_samples ({min_samples})")
+    counters = _first(cli.get("counters"), ini.get("counters"), data.get("counters"), True)
+
+    return RooflineConfig(
+        enabled=enabled,
+        rootdir=rootdir,
+        config_path=config_path,
+        target=str(
+            _first(cli.get("target"), ini.get("target"), data.get("target"), DEFAULTS.target)
+        ),
+        targets=targets,
+        store_path=store_path,
+        save_label=cast("str | None", _first(cli.get("save"), ini.get("save"))),
+        baseline_label=cast("str | None", _first(cli.get("baseline"), ini.get("baseline"))),
+        json_path=located("json"),
+        markdown_path=located("markdown"),
+        report_path=located("report"),
+        budget_s=duration("budget", "budget", DEFAULTS.budget_s),
+        min_samples=min_samples,
+        max_samples=max_samples,
+        warmup_s=duration("warmup", "warmup", DEFAULTS.warmup_s),
+        gate_on=gate_on,
+        gate=_parse_gate(data.get("gate"), where=f"{src}: gate"),
+        tags=tags,
+        layers=_parse_layers(data.get("layers"), where=f"{src}: layers"),
+        slices=slices,
+        owners=parse_owner_rules(data.get("owners"), where=f"{src}: owners"),
+        sla=parse_sla(data.get("sla"), where=f"{src}"),
+        summary=bool(_first(cli.get("summary"), ini.get("summary"), True)),
+        counters=bool(counters) and counters not in ("0", "false", "False", "no"),
+    )
+
+
+def resolve_test(
+    config: RooflineConfig, marker: MarkerSettings | None, nodeid: str
+) -> TestSettings:
+    """Apply marker > session precedence for one test."""
+    marker = marker or MarkerSettings()
+    rule = match_owner(config.owners, nodeid)
+    slices: tuple[WorkloadSlice, ...] | None
+    if isinstance(marker.slices, str):
+        if marker.slices not in config.slices:
+            known = sorted(config.slices) or ["(none defined)"]
+            where = config.config_path or CONFIG_FILENAME
+            raise ConfigError(
+                f"{nodeid}: @pytest.mark.roofline(slices={marker.slices!r}) names no slice group "
+                f"in {where}; groups: {known}. Define it under 'slices:' or pass an inline list."
+            )
+        slices = config.slices[marker.slices]
+    else:
+        slices = marker.slices
+    return TestSettings(
+        nodeid=nodeid,
+        owners=marker.owners or (rule.owners if rule else ()),
+        rollback=_first(marker.rollback, rule.rollback if rule else None),  # type: ignore[arg-type]
+        sla=config.sla.overridden_by(marker.sla),
+        precision=marker.precision,
+        budget_s=marker.budget_s if marker.budget_s is not None else config.budget_s,
+        slices=slices,
+    )

@@ -1,0 +1,47 @@
+"""Hooks other plugins (or a ``conftest.py``) implement to extend pytest-roofline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_roofline.hardware import HardwareTarget
+    from pytest_roofline.measure.counters import CounterBackend
+    from pytest_roofline.measure.sampling import Clock
+    from pytest_roofline.report.model import RunView
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_roofline_hardware_target(config: pytest.Config, name: str) -> HardwareTarget | None:
+    """Return the hardware target for ``name``, or ``None`` to let pytest-roofline resolve it.
+
+    :param config: the pytest config.
+    :param name: the requested target (``--roofline-target``, ini, ``roofline.yaml``, or ``auto``).
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_roofline_clock(config: pytest.Config) -> Clock | None:
+    """Return a monotonic integer-nanosecond clock for timing samples, or ``None`` for ``perf_counter_ns``.
+
+    :param config: the pytest config.
+    """
+
+
+@pytest.hookspec
+def pytest_roofline_counter_backends(config: pytest.Config) -> list[CounterBackend]:  # type: ignore[empty-body]
+    """Return extra counter backends to probe and read around every measured test.
+
+    :param config: the pytest config.
+    """
+
+
+@pytest.hookspec
+def pytest_roofline_run_finished(config: pytest.Config, view: RunView) -> None:
+    """Observe the finished run's view model (on the controller, after files are written).
+
+    :param config: the pytest config.
+    :param view: the run as every report renders it.
+    """

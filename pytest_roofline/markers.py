@@ -1,0 +1,99 @@
+"""The ``roofline`` marker, bound through a typed signature function (the pytest-memray pattern).
+
+``@pytest.mark.roofline(...)`` arguments are bound by calling :func:`roofline` with the mark's
+args and kwargs, so Python itself rejects unknown keys and positional arguments, and each value is
+validated here with a message naming the test, the key and the valid form.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_roofline.durations import parse_duration
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.ownership import parse_owners
+from pytest_roofline.roofline import PRECISIONS
+from pytest_roofline.sla import SlaSpec, parse_sla
+from pytest_roofline.workload import WorkloadSlice, parse_slices
+
+__all__ = ["MARKER_HELP", "MarkerSettings", "bind_marker", "roofline"]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerSettings:
+    """Validated marker arguments; ``None`` / empty means "not set here"."""
+
+    slices: str | tuple[WorkloadSlice, ...] | None = None
+    owners: tuple[str, ...] = ()
+    rollback: str | None = None
+    sla: SlaSpec = field(default_factory=SlaSpec)
+    precision: str | None = None
+    budget_s: float | None = None
+
+
+def roofline(
+    *,
+    slices: str | Sequence[str | Mapping[str, object]] | None = None,
+    owner: str | Sequence[str] | Mapping[str, str] | None = None,
+    rollback: str | None = None,
+    sla: Mapping[str, object] | None = None,
+    precision: str | None = None,
+    budget: float | str | None = None,
+) -> MarkerSettings:
+    """Mark a performance test.
+
+    :param slices: a slice group in ``roofline.yaml``, or an inline list of slices
+        (``{"name": ..., "params": {...}, "source": "synthetic" | "production"}`` or bare names).
+    :param owner: owner name, list of names, or mapping of signing role to name.
+    :param rollback: the rollback boundary (what to revert), shown with every non-ship decision.
+    :param sla: ``p50``/``p95``/``p99``/``max`` durations (``"4ms"``), ``min_efficiency``
+        (fraction of the attainable roof), ``bound`` (``"compute"`` or ``"memory"``).
+    :param precision: default precision of declared work (e.g. ``"fp32"``, ``"bf16"``).
+    :param budget: measurement time budget for this test (``"2s"`` or seconds).
+    """
+    where = "@pytest.mark.roofline"
+    parsed_slices: str | tuple[WorkloadSlice, ...] | None
+    if slices is None or isinstance(slices, str):
+        parsed_slices = slices
+    else:
+        parsed_slices = parse_slices(slices, where=f"{where}(slices=...)")
+    if rollback is not None and (not isinstance(rollback, str) or not rollback.strip()):
+        raise ConfigError(f"{where}(rollback=...): expected a non-empty string, got {rollback!r}")
+    if precision is not None and precision not in PRECISIONS:
+        raise ConfigError(
+            f"{where}(precision=...): expected one of {list(PRECISIONS)}, got {precision!r}"
+        )
+    return MarkerSettings(
+        slices=parsed_slices,
+        owners=parse_owners(owner, where=f"{where}(owner=...)") if owner is not None else (),
+        rollback=rollback,
+        sla=parse_sla(sla, where=f"{where}(sla=...)"),
+        precision=precision,
+        budget_s=parse_duration(budget, where=f"{where}(budget=...)")
+        if budget is not None
+        else None,
+    )
+
+
+def bind_marker(
+    nodeid: str, args: Sequence[object], kwargs: Mapping[str, object]
+) -> MarkerSettings:
+    """Bind one ``roofline`` mark of test ``nodeid``; every failure names the test."""
+    try:
+        return roofline(*args, **kwargs)  # type: ignore[arg-type]
+    except TypeError as exc:
+        valid = ", ".join(inspect.signature(roofline).parameters)
+        raise ConfigError(
+            f"{nodeid}: @pytest.mark.roofline: {exc.args[0] if exc.args else exc}; "
+            f"it takes keyword arguments only: {valid}"
+        ) from None
+    except ConfigError as exc:
+        raise ConfigError(f"{nodeid}: {exc}") from None
+
+
+MARKER_HELP = (
+    "roofline(slices=None, owner=None, rollback=None, sla=None, precision=None, budget=None): "
+    "a performance test measured and gated by pytest-roofline; see the README for every argument."
+)

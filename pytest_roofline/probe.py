@@ -1,0 +1,202 @@
+"""The ``roofline`` fixture's object: measure one callable, take declarations and quality records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import pytest
+
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.measure.counters import CounterReading, CounterSession
+from pytest_roofline.measure.measurement import Measurement, QualityRecord
+from pytest_roofline.measure.sampling import Sampler, SampleSet
+from pytest_roofline.results import QuantileSummary, summarize
+from pytest_roofline.roofline import DeclaredWork, RooflinePoint, declared_work
+
+__all__ = ["ProbeMeasurement", "RooflineProbe"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ProbeMeasurement:
+    """What a test can inspect after ``roofline(fn)``: samples, quantiles, roofline point, counters."""
+
+    samples_s: np.ndarray
+    batch_size: int
+    stop_reason: str
+    summary: QuantileSummary
+    declared: DeclaredWork | None
+    roofline: RooflinePoint | None
+    counters: CounterReading | None
+
+    @property
+    def p50_s(self) -> float | None:
+        return self.summary.p50_s
+
+    @property
+    def p95_s(self) -> float | None:
+        return self.summary.p95_s
+
+    @property
+    def p99_s(self) -> float | None:
+        return self.summary.p99_s
+
+
+class RooflineProbe:
+    """Measures one callable per test.
+
+    Without ``--roofline`` (``sampler is None``) a call runs ``fn`` once and records nothing, so a
+    performance suite still runs as fast functional tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodeid: str,
+        precision: str | None,
+        sampler: Sampler | None,
+        counters: CounterSession | None = None,
+        target: Callable[[], HardwareTarget | None] | None = None,
+    ) -> None:
+        self._nodeid = nodeid
+        self._default_precision = precision
+        self._sampler = sampler
+        self._counters = counters
+        self._target = target
+        self._called = False
+        self._samples: SampleSet | None = None
+        self._counter_reading: CounterReading | None = None
+        self._declared: DeclaredWork | None = None
+        self._quality: dict[str, QualityRecord] = {}
+
+    @property
+    def enabled(self) -> bool:
+        """Whether this run measures (``--roofline``) or only calls ``fn`` once."""
+        return self._sampler is not None
+
+    def __call__(
+        self,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        sync: Callable[[], object] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """Measure ``fn(*args, **kwargs)`` and return its last result.
+
+        :param sync: called after each timed call (or batch), for asynchronous devices, e.g.
+            ``torch.cuda.synchronize``; the time it waits is part of the sample.
+        """
+        if self._called:
+            raise pytest.UsageError(
+                f"{self._nodeid}: roofline(fn) measures one callable per test and was called twice; "
+                "split the measurements into separate tests (or slices)"
+            )
+        if not callable(fn):
+            raise pytest.UsageError(
+                f"{self._nodeid}: roofline(fn): fn must be callable, got {fn!r}"
+            )
+        if sync is not None and not callable(sync):
+            raise pytest.UsageError(
+                f"{self._nodeid}: roofline(fn, sync=...) must be callable, got {sync!r}"
+            )
+        self._called = True
+        if self._sampler is None:
+            result = fn(*args, **kwargs)
+            if sync is not None:
+                sync()
+            return result
+        counters = self._counters
+        started = False
+
+        def start_counters() -> None:
+            nonlocal started
+            if counters is not None:
+                counters.start()
+                started = True
+
+        try:
+            result, samples = self._sampler.run(
+                fn, args, kwargs, sync=sync, on_start=start_counters
+            )
+        except BaseException:
+            if started and counters is not None:
+                counters.stop()  # leave the counters closed; the failed test records nothing
+            raise
+        if started and counters is not None:
+            self._counter_reading = counters.stop()
+        self._samples = samples
+        return result
+
+    def declare(
+        self,
+        *,
+        flops: float | None = None,
+        bytes_moved: float | None = None,
+        precision: str | None = None,
+    ) -> None:
+        """Declare the work of ONE call of the measured function (an FMA counts as 2 FLOPs)."""
+        try:
+            self._declared = declared_work(
+                flops,
+                bytes_moved,
+                precision or self._default_precision,
+                where=f"{self._nodeid}: roofline.declare()",
+            )
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def record_quality(
+        self, name: str, value: float, *, higher_is_better: bool, tolerance: float | None = None
+    ) -> None:
+        """Record a quality value (an error norm, an accuracy) to compare with the baseline.
+
+        :param tolerance: absolute worsening allowed against the baseline, in the value's unit.
+        """
+        try:
+            record = QualityRecord.validated(
+                name,
+                value,
+                higher_is_better,
+                tolerance,
+                where=f"{self._nodeid}: roofline.record_quality()",
+            )
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self._quality[record.name] = record
+
+    @property
+    def measurement(self) -> ProbeMeasurement | None:
+        """The measurement so far, or ``None`` before ``roofline(fn)`` or without ``--roofline``."""
+        if self._samples is None:
+            return None
+        summary = summarize(self._samples.samples_s)
+        target = self._target() if self._target is not None else None
+        point = None
+        if target is not None and self._declared is not None and summary.p50_s is not None:
+            point = target.place(self._declared, summary.p50_s)
+        return ProbeMeasurement(
+            samples_s=self._samples.samples_s,
+            batch_size=self._samples.batch_size,
+            stop_reason=self._samples.stop_reason,
+            summary=summary,
+            declared=self._declared,
+            roofline=point,
+            counters=self._counter_reading,
+        )
+
+    def finish(self) -> Measurement | None:
+        """The record to ship to the controller, or ``None`` when nothing was measured."""
+        if self._samples is None:
+            return None
+        return Measurement(
+            samples=self._samples,
+            declared=self._declared,
+            quality=tuple(self._quality.values()),
+            counters=self._counter_reading,
+        )

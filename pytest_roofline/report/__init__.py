@@ -1,0 +1,1 @@
+"""Rendering: one view model, rendered as JSON, Markdown, terminal text and HTML. Nothing here decides."""

@@ -1,0 +1,71 @@
+"""The view model every rendering reads: built once per run from results (and, later, decisions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_roofline.results import QuantileSummary
+from pytest_roofline.roofline import RooflinePoint
+
+__all__ = ["JSON_SCHEMA_VERSION", "RunView", "TestView"]
+
+JSON_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TestView:
+    """One test as every report shows it."""
+
+    __test__ = False
+
+    nodeid: str
+    slice_name: str | None
+    source: str | None
+    owners: tuple[str, ...]
+    rollback_boundary: str | None
+    summary: QuantileSummary
+    batch_size: int
+    stop_reason: str
+    elapsed_s: float
+    baseline: QuantileSummary | None
+    declared: Mapping[str, Any] | None
+    roofline: RooflinePoint | None
+    counters: Mapping[str, Any] | None
+    sla: Mapping[str, Any]
+    quality: Mapping[str, Any]
+    decision: str | None = None
+    reasons: tuple[str, ...] = ()
+
+    def ratio(self, quantile: str) -> float | None:
+        """Point ratio candidate / baseline of ``p50`` / ``p95`` / ``p99`` (no interval)."""
+        if self.baseline is None:
+            return None
+        cand = getattr(self.summary, f"{quantile}_s")
+        base = getattr(self.baseline, f"{quantile}_s")
+        if cand is None or base is None or base <= 0:
+            return None
+        return float(cand / base)
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """The run as every report shows it."""
+
+    label: str | None
+    baseline_label: str | None
+    baseline_run_id: int | None
+    tags: Mapping[str, str]
+    tag_diff: Mapping[str, tuple[str | None, str | None]]
+    target: Mapping[str, Any] | None
+    machine: str
+    started: float
+    finished: float
+    tests: Sequence[TestView]
+    missing_from_baseline: tuple[str, ...] = ()
+    missing_from_candidate: tuple[str, ...] = ()
+    decision: str | None = None
+    reasons: tuple[str, ...] = ()
+    observability: Mapping[str, Any] = field(default_factory=dict)
+    common_mode: Mapping[str, Any] | None = None

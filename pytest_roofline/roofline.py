@@ -1,0 +1,545 @@
+"""Roofline math: operational intensity, attainable performance, efficiency and bound class.
+
+Pure module: standard library only (no pytest, no numpy), so every other layer can use it.
+
+Conventions (the same everywhere in pytest-roofline):
+
+- **FLOPs count a fused multiply-add as 2** (``2·m·n·k`` for a matmul), as torch's
+  ``FlopCounterMode``, XLA's cost analysis and hardware FLOP counters do. Tools that count MACs
+  (fvcore) report half of that: multiply their figures by 2 before declaring them.
+- **Bytes** are the compulsory traffic of one call to the memory level the roof is for
+  (``"dram"`` = main memory, HBM/GDDR on GPUs): each input read once, each output written once.
+- **Operational intensity** = declared FLOPs ÷ declared bytes (FLOP/byte).
+- **Attainable** FLOP/s = ``min(peak FLOP/s, intensity × peak bytes/s)`` (Williams, Waterman &
+  Patterson, "Roofline", CACM 52(4), 2009); the **ridge** = peak FLOP/s ÷ peak bytes/s.
+- **Efficiency** = achieved ÷ attainable, which equals the larger of the compute utilisation
+  (achieved FLOP/s ÷ peak FLOP/s) and the bandwidth utilisation (achieved bytes/s ÷ peak
+  bytes/s); written that way it stays defined for zero-FLOP (pure data movement) kernels.
+
+Bound classes (exact strings, part of the JSON contract): ``compute``, ``memory``,
+``overhead``, ``ambiguous``, ``unknown``. See :func:`place` for the rules.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from pytest_roofline.errors import ConfigError
+
+__all__ = [
+    "BOUNDS",
+    "DEFAULT_OVERHEAD_EFFICIENCY",
+    "DEFAULT_PRECISION",
+    "DEFAULT_RIDGE_MARGIN",
+    "DEFAULT_ROOF_TOLERANCE",
+    "MEMORY_LEVELS",
+    "PRECISIONS",
+    "Bound",
+    "DeclaredWork",
+    "RooflinePoint",
+    "attainable",
+    "declared_work",
+    "intensity",
+    "normalize_precision",
+    "place",
+    "ridge",
+]
+
+#: Precision names, in the order tables list them. ``int8`` counts integer ops as "FLOPs".
+PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+#: Memory levels a roof can be given for; ``dram`` (main memory, HBM/GDDR on GPUs) is the default.
+MEMORY_LEVELS: tuple[str, ...] = ("dram", "llc", "l2", "l1")
+
+#: Precision used to place work declared without one: the default dtype of PyTorch and JAX and
+#: the FP32 (non-tensor-core) GPU peak. numpy's default dtype is float64: declare ``"fp64"`` there.
+DEFAULT_PRECISION = "fp32"
+
+#: Relative half-width of the band around the ridge inside which the class is ``ambiguous``.
+#: 15% is the margin of research/stats.md §5: analytic byte counts and roofs are both uncertain
+#: by about that much, so a point that close to the ridge cannot be called either way.
+DEFAULT_RIDGE_MARGIN = 0.15
+
+#: Below this efficiency a kernel is ``overhead``-bound (bound by neither roof). One order of
+#: magnitude below the roof: datasheet roofs are already 10-40% above what tuned code reaches
+#: (STREAM gets 85-93% of datasheet bandwidth, tuned GEMMs 60-80% of tensor peaks, AVX-512 runs
+#: below base clock), and run-to-run speed moves by ±20-30% on shared machines
+#: (research/noise-here.md), so a threshold near Nsight's 60% or stats.md's 30% would flip
+#: merely unoptimised kernels in and out of ``overhead`` between runs. A factor of 10 below the
+#: roof is where launch, dispatch and Python overhead dominate.
+DEFAULT_OVERHEAD_EFFICIENCY = 0.1
+
+#: Achieved performance may exceed the roof by this much before it is a data error: roofs are
+#: rounded datasheet values or best-of-N measurements, and timers have jitter.
+DEFAULT_ROOF_TOLERANCE = 0.05
+
+Bound = Literal["compute", "memory", "overhead", "ambiguous", "unknown"]
+BOUNDS: tuple[Bound, ...] = get_args(Bound)
+
+# Spellings users are likely to pass (numpy/torch dtype names): normalised to PRECISIONS.
+_PRECISION_ALIASES: Mapping[str, str] = {
+    "float64": "fp64",
+    "double": "fp64",
+    "f64": "fp64",
+    "float32": "fp32",
+    "float": "fp32",
+    "single": "fp32",
+    "f32": "fp32",
+    "tensorfloat32": "tf32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "f16": "fp16",
+    "float8": "fp8",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "e4m3": "fp8",
+    "e5m2": "fp8",
+    "i8": "int8",
+    "float4": "fp4",
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+}
+
+
+def normalize_precision(precision: object, *, where: str) -> str:
+    """Return the canonical precision name for ``precision``.
+
+    Accepts the names in :data:`PRECISIONS` and common dtype spellings (``"float32"``,
+    ``"bfloat16"``, ``"half"``, ...), case-insensitively.
+
+    :param precision: the name to normalise.
+    :param where: the source of the value, used in the error message.
+    :raises ConfigError: when ``precision`` is not a string or not a known precision.
+    """
+    if not isinstance(precision, str):
+        raise ConfigError(
+            f"{where}: precision must be a string such as 'fp32', got {precision!r} "
+            f"({type(precision).__name__}); valid: {', '.join(PRECISIONS)}"
+        )
+    key = precision.strip().lower().replace("-", "_")
+    if key.startswith("torch.") or key.startswith("numpy."):
+        key = key.split(".", 1)[1]
+    if key in PRECISIONS:
+        return key
+    if key in _PRECISION_ALIASES:
+        return _PRECISION_ALIASES[key]
+    raise ConfigError(
+        f"{where}: unknown precision {precision!r}; valid: {', '.join(PRECISIONS)} "
+        "(dtype names such as 'float32' or 'bfloat16' are accepted too)"
+    )
+
+
+def _amount(value: object, name: str, where: str) -> float | None:
+    """Validate one declared amount (FLOPs or bytes): None, or a finite number >= 0."""
+    if value is None:
+        return None
+    # bool is an int subclass: ``flops=True`` is a bug, not one FLOP.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(
+            f"{where}: {name} must be a number of {'FLOPs' if name == 'flops' else 'bytes'} "
+            f"per call (e.g. {name}=2 * n**3), got {value!r} ({type(value).__name__})"
+        )
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isnan(number) or math.isinf(number):
+        raise ConfigError(f"{where}: {name} must be finite, got {value!r}")
+    if number < 0:
+        raise ConfigError(f"{where}: {name} must be >= 0, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredWork:
+    """The work of ONE call of a measured function, as the test declares it.
+
+    ``None`` means "not declared". FLOPs count an FMA as 2. ``precision`` is a canonical name
+    from :data:`PRECISIONS`, or ``None`` when the test did not say (placement then uses
+    :data:`DEFAULT_PRECISION` and says so in the point's ``note``).
+
+    Build it with :func:`declared_work`, which validates and names the source of bad input.
+    """
+
+    flops: float | None = None
+    bytes_moved: float | None = None
+    precision: str | None = None
+
+    def __post_init__(self) -> None:
+        where = "DeclaredWork"
+        object.__setattr__(self, "flops", _amount(self.flops, "flops", where))
+        object.__setattr__(self, "bytes_moved", _amount(self.bytes_moved, "bytes_moved", where))
+        if self.precision is not None:
+            object.__setattr__(self, "precision", normalize_precision(self.precision, where=where))
+
+    @property
+    def declared(self) -> bool:
+        """True when FLOPs or bytes (or both) are declared."""
+        return self.flops is not None or self.bytes_moved is not None
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready mapping (``flops``, ``bytes_moved``, ``precision``)."""
+        return {"flops": self.flops, "bytes_moved": self.bytes_moved, "precision": self.precision}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], *, where: str = "declared work") -> DeclaredWork:
+        """Rebuild from :meth:`to_dict` output, validating it like :func:`declared_work`.
+
+        :raises ConfigError: when a value is invalid; unknown keys are ignored (newer writers).
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where}: expected a mapping with flops, bytes_moved, precision")
+        return declared_work(
+            data.get("flops"), data.get("bytes_moved"), data.get("precision"), where=where
+        )
+
+
+def declared_work(
+    flops: object, bytes_moved: object, precision: object, *, where: str
+) -> DeclaredWork:
+    """Validate a declaration and return it as a :class:`DeclaredWork`.
+
+    :param flops: FLOPs per call (FMA = 2), or ``None`` when not declared.
+    :param bytes_moved: compulsory bytes per call to main memory, or ``None``.
+    :param precision: a name from :data:`PRECISIONS` or a dtype spelling (``"float32"``), or
+        ``None`` (placed against :data:`DEFAULT_PRECISION`, recorded as undeclared).
+    :param where: the source, named in error messages, e.g.
+        ``"test_x.py::test_gemm[small]: roofline.declare()"``.
+    :raises ConfigError: for a negative, NaN, infinite, boolean or non-numeric amount, or an
+        unknown precision; the message names ``where``, the bad value and the valid form.
+    """
+    return DeclaredWork(
+        flops=_amount(flops, "flops", where),
+        bytes_moved=_amount(bytes_moved, "bytes_moved", where),
+        precision=None if precision is None else normalize_precision(precision, where=where),
+    )
+
+
+def intensity(flops: float | None, bytes_moved: float | None) -> float | None:
+    """Operational intensity in FLOP/byte.
+
+    :returns: ``flops / bytes_moved``; ``None`` when either is undeclared or both are zero;
+        ``math.inf`` for FLOPs with zero bytes (nothing to wait for: compute side).
+    """
+    if flops is None or bytes_moved is None:
+        return None
+    if bytes_moved == 0:
+        return None if flops == 0 else math.inf
+    return flops / bytes_moved
+
+
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not (number > 0 and math.isfinite(number)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return number
+
+
+def ridge(peak_flops_per_s: float, peak_bytes_per_s: float) -> float:
+    """Ridge point in FLOP/byte: the intensity where the bandwidth roof meets the compute roof.
+
+    :raises ValueError: unless both peaks are positive and finite.
+    """
+    return _positive(peak_flops_per_s, "peak_flops_per_s") / _positive(
+        peak_bytes_per_s, "peak_bytes_per_s"
+    )
+
+
+def attainable(intensity: float, peak_flops_per_s: float, peak_bytes_per_s: float) -> float:
+    """Attainable FLOP/s at ``intensity``: ``min(peak FLOP/s, intensity × peak bytes/s)``.
+
+    :raises ValueError: for a negative or NaN intensity or non-positive peaks.
+    """
+    peak_f = _positive(peak_flops_per_s, "peak_flops_per_s")
+    peak_b = _positive(peak_bytes_per_s, "peak_bytes_per_s")
+    if math.isnan(intensity) or intensity < 0:
+        raise ValueError(f"intensity must be >= 0, got {intensity!r}")
+    if math.isinf(intensity):
+        return peak_f
+    return min(peak_f, intensity * peak_b)
+
+
+@dataclass(frozen=True, slots=True)
+class RooflinePoint:
+    """One measured test placed on a roofline.
+
+    Units: intensity FLOP/byte, rates per second, efficiency a fraction (1.0 = on the roof).
+    ``data_error`` is set when the achieved rate is above a roof: the numbers contradict each
+    other, and the message names the likely causes. ``note`` explains an ``unknown`` class or a
+    default that was applied (``None`` when there is nothing to say).
+    """
+
+    intensity: float | None
+    achieved_flops_per_s: float | None
+    achieved_bytes_per_s: float | None
+    attainable_flops_per_s: float | None
+    efficiency: float | None
+    bound: Bound
+    ridge: float | None
+    precision: str | None
+    memory_level: str
+    data_error: str | None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-ready mapping.
+
+        An infinite intensity (FLOPs declared with zero bytes) is written as ``None``: JSON has
+        no infinity, and the ``bound`` already says ``compute``.
+        """
+        return {
+            "intensity": _finite_or_none(self.intensity),
+            "achieved_flops_per_s": self.achieved_flops_per_s,
+            "achieved_bytes_per_s": self.achieved_bytes_per_s,
+            "attainable_flops_per_s": self.attainable_flops_per_s,
+            "efficiency": self.efficiency,
+            "bound": self.bound,
+            "ridge": self.ridge,
+            "precision": self.precision,
+            "memory_level": self.memory_level,
+            "data_error": self.data_error,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> RooflinePoint:
+        """Rebuild from :meth:`to_dict` output; unknown keys are ignored.
+
+        :raises ValueError: when ``bound`` is missing or not one of :data:`BOUNDS`, or a number
+            field holds something that is not a number.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"roofline point: expected a mapping, got {type(data).__name__}")
+        bound = data.get("bound")
+        if bound not in BOUNDS:
+            raise ValueError(f"roofline point: bound must be one of {list(BOUNDS)}, got {bound!r}")
+
+        def num(key: str) -> float | None:
+            value = data.get(key)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueError(f"roofline point: {key} must be a number or null, got {value!r}")
+            return float(value)
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+
+        return cls(
+            intensity=num("intensity"),
+            achieved_flops_per_s=num("achieved_flops_per_s"),
+            achieved_bytes_per_s=num("achieved_bytes_per_s"),
+            attainable_flops_per_s=num("attainable_flops_per_s"),
+            efficiency=num("efficiency"),
+            bound=bound,
+            ridge=num("ridge"),
+            precision=text("precision"),
+            memory_level=text("memory_level") or "dram",
+            data_error=text("data_error"),
+            note=text("note"),
+        )
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def _check_peak(value: float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    return _positive(value, name)
+
+
+def _rate(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _above_roof_message(
+    *,
+    compute_ratio: float | None,
+    memory_ratio: float | None,
+    precision: str,
+    memory_level: str,
+    peak_flops_per_s: float | None,
+    peak_bytes_per_s: float | None,
+    tolerance: float,
+) -> str | None:
+    """Describe an achieved rate above a roof, with the causes that usually produce it."""
+    parts: list[str] = []
+    limit = 1.0 + tolerance
+    if compute_ratio is not None and compute_ratio > limit and peak_flops_per_s is not None:
+        parts.append(
+            f"achieved FLOP/s is {compute_ratio:.2f}x the {precision} compute roof "
+            f"({_rate(peak_flops_per_s)} FLOP/s): the kernel may run at a faster precision "
+            "than declared (TF32/BF16 tensor cores, autocast), the declared FLOPs may be too "
+            "high (a formula counting work the library skips: Strassen-like algorithms, 2:4 "
+            "structured sparsity, whose sparse peak is not a dense roof), or a config-target "
+            "peak counts an FMA as 1 FLOP while declarations count it as 2"
+        )
+    if memory_ratio is not None and memory_ratio > limit and peak_bytes_per_s is not None:
+        parts.append(
+            f"achieved bytes/s is {memory_ratio:.2f}x the {memory_level} bandwidth roof "
+            f"({_rate(peak_bytes_per_s)} B/s): the working set may be cache-resident (measured "
+            f"against the {memory_level} roof; use a working set well beyond the last-level "
+            "cache, or a cache-level roof), or the declared bytes count traffic that never "
+            f"reaches {memory_level} (reused or broadcast operands)"
+        )
+    if not parts:
+        return None
+    return (
+        "above the roof: "
+        + "; ".join(parts)
+        + "; also check that the timer waits for the work (sync= for asynchronous devices) "
+        "and that the target is the hardware the test ran on"
+    )
+
+
+def place(
+    work: DeclaredWork,
+    seconds_per_call: float,
+    *,
+    peak_flops_per_s: float | None,
+    peak_bytes_per_s: float | None,
+    memory_level: str = "dram",
+    ridge_margin: float = DEFAULT_RIDGE_MARGIN,
+    overhead_efficiency: float = DEFAULT_OVERHEAD_EFFICIENCY,
+    roof_tolerance: float = DEFAULT_ROOF_TOLERANCE,
+) -> RooflinePoint:
+    """Place one call's declared work, taking ``seconds_per_call``, against a pair of roofs.
+
+    Rules, in order:
+
+    1. Nothing declared (no FLOPs, no bytes) → ``unknown``.
+    2. Both declared and both roofs given: intensity ``I`` against the ridge ``R`` with the
+       band ``[R/(1+m), R·(1+m)]`` (``m = ridge_margin``, boundaries inclusive): inside →
+       ``ambiguous``, below → ``memory``, above → ``compute``. Then, whatever the position,
+       ``efficiency < overhead_efficiency`` → ``overhead`` (bound by neither roof: launch,
+       dispatch, Python, latency).
+    3. Only FLOPs declared: the intensity is unknown, so the class is ``unknown``; the
+       efficiency is the compute utilisation (achieved ÷ peak FLOP/s, i.e. MFU), which is a
+       lower bound on the roof efficiency. Only bytes declared: likewise ``unknown`` with the
+       bandwidth utilisation. A pure data-movement kernel should declare ``flops=0``: it is
+       then placed at intensity 0 on the memory roof.
+    4. A roof missing for the declared precision or memory level → ``unknown`` (with a note);
+       the remaining roof still gives a utilisation and an above-roof check.
+    5. An achieved rate more than ``roof_tolerance`` above a roof keeps its class and sets
+       ``data_error``, naming the likely causes.
+
+    :param work: the declared work of one call.
+    :param seconds_per_call: the time one call took (typically the median), in seconds.
+    :param peak_flops_per_s: the dense compute roof for the work's precision, or ``None``.
+    :param peak_bytes_per_s: the bandwidth roof of ``memory_level``, or ``None``.
+    :param memory_level: the memory level the bytes and roof refer to.
+    :param ridge_margin: relative half-width of the ambiguous band around the ridge.
+    :param overhead_efficiency: efficiency below which the class is ``overhead``.
+    :param roof_tolerance: how far above a roof the achieved rate may go before it is a data
+        error.
+    :raises ValueError: for a non-positive or non-finite ``seconds_per_call``, a non-positive
+        peak, or parameters out of range.
+    """
+    if not (seconds_per_call > 0 and math.isfinite(seconds_per_call)):
+        raise ValueError(f"seconds_per_call must be positive and finite, got {seconds_per_call!r}")
+    peak_f = _check_peak(peak_flops_per_s, "peak_flops_per_s")
+    peak_b = _check_peak(peak_bytes_per_s, "peak_bytes_per_s")
+    if not (ridge_margin >= 0 and math.isfinite(ridge_margin)):
+        raise ValueError(f"ridge_margin must be >= 0, got {ridge_margin!r}")
+    if not 0 <= overhead_efficiency < 1:
+        raise ValueError(f"overhead_efficiency must be in [0, 1), got {overhead_efficiency!r}")
+    if not (roof_tolerance >= 0 and math.isfinite(roof_tolerance)):
+        raise ValueError(f"roof_tolerance must be >= 0, got {roof_tolerance!r}")
+
+    precision = work.precision or DEFAULT_PRECISION
+    notes: list[str] = []
+    if work.precision is None and work.flops is not None:
+        notes.append(f"precision not declared: placed against the {DEFAULT_PRECISION} roof")
+    ridge_value = ridge(peak_f, peak_b) if peak_f is not None and peak_b is not None else None
+
+    if not work.declared:
+        return RooflinePoint(
+            intensity=None,
+            achieved_flops_per_s=None,
+            achieved_bytes_per_s=None,
+            attainable_flops_per_s=None,
+            efficiency=None,
+            bound="unknown",
+            ridge=ridge_value,
+            precision=precision,
+            memory_level=memory_level,
+            data_error=None,
+            note="no work declared (roofline.declare(flops=..., bytes_moved=...))",
+        )
+
+    point_intensity = intensity(work.flops, work.bytes_moved)
+    achieved_f = None if work.flops is None else work.flops / seconds_per_call
+    achieved_b = None if work.bytes_moved is None else work.bytes_moved / seconds_per_call
+    # Utilisation of each roof; efficiency = achieved / min(roofs) = the larger of the two.
+    compute_ratio = None if achieved_f is None or peak_f is None else achieved_f / peak_f
+    memory_ratio = None if achieved_b is None or peak_b is None else achieved_b / peak_b
+    ratios = [r for r in (compute_ratio, memory_ratio) if r is not None]
+    efficiency = max(ratios) if ratios and (work.flops or work.bytes_moved) else None
+
+    attainable_f: float | None = None
+    if point_intensity is not None and peak_f is not None and peak_b is not None:
+        attainable_f = attainable(point_intensity, peak_f, peak_b)
+    elif work.flops is not None and peak_f is not None:
+        attainable_f = peak_f  # the compute roof bounds every intensity
+    elif point_intensity is not None and peak_b is not None and math.isfinite(point_intensity):
+        attainable_f = point_intensity * peak_b
+
+    bound: Bound
+    if point_intensity is None:
+        bound = "unknown"
+        missing = "bytes_moved" if work.bytes_moved is None else "flops"
+        if work.flops == 0 and work.bytes_moved == 0:
+            notes.append("zero FLOPs and zero bytes declared: no intensity")
+        else:
+            notes.append(
+                f"{missing} not declared: intensity unknown; efficiency is the utilisation of "
+                "the one roof that applies (a lower bound)"
+            )
+    elif ridge_value is None:
+        bound = "unknown"
+        if peak_f is None:
+            notes.append(f"no {precision} compute roof on this target")
+        if peak_b is None:
+            notes.append(f"no {memory_level} bandwidth roof on this target")
+    else:
+        if point_intensity < ridge_value / (1.0 + ridge_margin):
+            bound = "memory"
+        elif point_intensity > ridge_value * (1.0 + ridge_margin):
+            bound = "compute"
+        else:
+            bound = "ambiguous"
+        if efficiency is not None and efficiency < overhead_efficiency:
+            bound = "overhead"
+
+    data_error = _above_roof_message(
+        compute_ratio=compute_ratio,
+        memory_ratio=memory_ratio,
+        precision=precision,
+        memory_level=memory_level,
+        peak_flops_per_s=peak_f,
+        peak_bytes_per_s=peak_b,
+        tolerance=roof_tolerance,
+    )
+    return RooflinePoint(
+        intensity=point_intensity,
+        achieved_flops_per_s=achieved_f,
+        achieved_bytes_per_s=achieved_b,
+        attainable_flops_per_s=attainable_f,
+        efficiency=efficiency,
+        bound=bound,
+        ridge=ridge_value,
+        precision=precision,
+        memory_level=memory_level,
+        data_error=data_error,
+        note="; ".join(notes) or None,
+    )

@@ -1,0 +1,25 @@
+"""pytest-xdist glue: hand the controller's resolved target to every worker.
+
+Measurements come back on the call-phase test reports (see ``session.REPORT_ATTRIBUTE``), so the
+only per-session fact workers need is the target; host calibration then runs once, not per worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_roofline.session import RooflineSession
+
+__all__ = ["XdistHooks"]
+
+
+class XdistHooks:
+    """Registered on the controller only when pytest-xdist is installed."""
+
+    def __init__(self, session: RooflineSession) -> None:
+        self._session = session
+
+    def pytest_configure_node(self, node: Any) -> None:
+        target = self._session.target if self._session.settings.enabled else None
+        if target is not None:
+            node.workerinput["roofline_target"] = target.to_dict()

@@ -1,0 +1,381 @@
+"""Host calibration: fake kernels and clocks, the cache and drift logic, and one real run."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from pytest_roofline import calibration
+from pytest_roofline.calibration import (
+    BUSY_CPU_SHARE,
+    DRIFT_TOLERANCE,
+    HostCalibration,
+    calibrate_host,
+    calibration_key,
+    drift_probe,
+    format_roofs,
+    host_busy,
+    host_calibration,
+    host_target,
+    machine_fingerprint,
+)
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.hardware import load_presets
+
+GB = 1e9
+
+
+class FakeKernels:
+    """Fixed per-rep rates; records what was asked."""
+
+    threads = 2
+
+    def __init__(self, *, dram_scale: float = 1.0, gemm_scale: float = 1.0) -> None:
+        self.bw: dict[str, dict[str, list[float]]] = {
+            "dram": {
+                "copy": [20 * GB, 18 * GB, 19 * GB],
+                "add": [v * dram_scale for v in (30 * GB, 24 * GB, 27 * GB)],
+                "triad": [25 * GB, 26 * GB, 24 * GB],
+            },
+            "llc": {"copy": [80 * GB, 60 * GB], "add": [90 * GB, 45 * GB]},
+        }
+        self.flops = {
+            "fp64": (1344, [v * gemm_scale for v in (100 * GB, 90 * GB, 95 * GB)]),
+            "fp32": (1728, [200 * GB, 210 * GB, 190 * GB]),
+        }
+        self.calls: list[tuple[object, ...]] = []
+
+    def bandwidth(self, level: str, kernels: Sequence[str], reps: int) -> dict[str, list[float]]:
+        self.calls.append(("bandwidth", level, tuple(kernels), reps))
+        return {name: list(self.bw[level][name]) for name in kernels}
+
+    def gemm(self, precision: str, reps: int, *, n: int | None = None) -> tuple[int, list[float]]:
+        self.calls.append(("gemm", precision, reps, n))
+        default_n, rates = self.flops[precision]
+        return (n or default_n), list(rates)
+
+    def dispatch(self, reps: int) -> list[float]:
+        self.calls.append(("dispatch", reps))
+        return [2e-6, 1e-6, 1.5e-6]
+
+    def sizes(self) -> dict[str, int]:
+        return {"array_bytes.dram": 64 * 2**20, "array_bytes.llc": 8 * 2**20}
+
+
+class Ticks:
+    """A clock that advances by ``step`` per reading."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The busy arithmetic depends on the CPU count; make it this machine-independent.
+    monkeypatch.setattr(calibration, "_available_cpus", lambda: 2)
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def fake_calibration(
+    *,
+    share: float = 1.0,
+    load: float = 0.0,
+    quick: bool = False,
+    kernels: FakeKernels | None = None,
+) -> HostCalibration:
+    # Each GEMM phase reads the clock twice (1 s apart) and the CPU clock twice (2*share
+    # apart): the process used ``share`` of its 2 BLAS threads.
+    return calibrate_host(
+        quick=quick,
+        threads=2,
+        clock=Ticks(1.0),
+        cpu_time=Ticks(2.0 * share),
+        load_average=lambda: (load, load, load),
+        now=lambda: 1_795_000_000.0,
+        kernels=kernels or FakeKernels(),
+        key="key-1",
+    )
+
+
+# --- calibrate_host arithmetic -----------------------------------------------------------
+def test_roofs_are_the_best_rep_of_the_best_kernel() -> None:
+    cal = fake_calibration()
+    assert cal.peak_bytes_per_s == {"dram": 30 * GB, "llc": 90 * GB}
+    assert cal.peak_flops_per_s == {"fp64": 100 * GB, "fp32": 210 * GB}
+    assert cal.dispatch_floor_s == 1e-6
+    assert cal.rates["dram.copy"] == 20 * GB
+    assert cal.rates["dram.add"] == 30 * GB
+    assert cal.rates["gemm.fp64"] == 100 * GB
+    assert cal.sizes["gemm_n.fp64"] == 1344
+    assert cal.sizes["array_bytes.dram"] == 64 * 2**20
+    assert (cal.threads, cal.key, cal.reps, cal.created) == (2, "key-1", 5, 1_795_000_000.0)
+    assert cal.busy is False and cal.busy_reason is None
+    assert cal.seconds_taken > 0
+
+
+def test_spread_is_max_minus_min_over_median_of_the_winning_kernel() -> None:
+    cal = fake_calibration()
+    assert cal.spread["bytes.dram"] == pytest.approx((30 - 24) / 27)  # add won
+    assert cal.spread["bytes.llc"] == pytest.approx((90 - 45) / 67.5)
+    assert cal.spread["flops.fp32"] == pytest.approx(20 / 200)
+    assert cal.spread["dispatch_floor"] == pytest.approx(1 / 1.5)
+
+
+def test_quick_calibration_measures_less() -> None:
+    kernels = FakeKernels()
+    cal = fake_calibration(quick=True, kernels=kernels)
+    assert ("bandwidth", "dram", ("add",), 3) in kernels.calls
+    assert not any(call[1] == "llc" for call in kernels.calls)
+    assert set(cal.peak_bytes_per_s) == {"dram"}
+    assert cal.reps == 3
+
+
+def test_a_low_cpu_share_flags_the_calibration_busy() -> None:
+    cal = fake_calibration(share=0.5)
+    assert cal.busy is True
+    assert cal.busy_reason is not None
+    assert "got 50% of the CPU time its 2 thread(s) could use" in cal.busy_reason
+    assert fake_calibration(share=BUSY_CPU_SHARE + 0.01).busy is False
+
+
+def test_a_high_load_average_flags_the_calibration_busy() -> None:
+    # 2 CPUs: our own thread counts 1, others may add up to 0.5 before it is busy.
+    assert fake_calibration(load=1.5).busy is False
+    busy = fake_calibration(load=1.6)
+    assert busy.busy and busy.busy_reason is not None
+    assert "1-minute load average 1.60 on 2 CPU(s)" in busy.busy_reason
+
+
+def test_host_busy_combines_its_reasons() -> None:
+    assert host_busy() is None
+    reason = host_busy(cpu_share=0.3, threads=4, load_average=(9.0, 1.0, 1.0), cpu_count=4)
+    assert reason is not None
+    assert "30%" in reason and "4 thread(s)" in reason and "load average 9.00 on 4 CPU(s)" in reason
+
+
+def test_a_calibration_round_trips_through_json() -> None:
+    cal = fake_calibration(share=0.5)
+    again = HostCalibration.from_dict(json.loads(json.dumps(cal.to_dict())))
+    assert again == cal
+    with pytest.raises(ValueError, match="schema_version 2, expected 1"):
+        HostCalibration.from_dict({**cal.to_dict(), "schema_version": 2})
+    with pytest.raises(ValueError, match="dispatch_floor_s must be a number"):
+        HostCalibration.from_dict({**cal.to_dict(), "dispatch_floor_s": "fast"})
+
+
+def test_the_measured_target_carries_its_provenance() -> None:
+    cal = fake_calibration()
+    target = cal.to_target()
+    assert (target.name, target.source) == ("host", "measured")
+    assert target.peak_flops_per_s == {"fp64": 100 * GB, "fp32": 210 * GB}
+    assert target.peak_bytes_per_s == {"dram": 30 * GB, "llc": 90 * GB}
+    assert target.ridge("fp64") == pytest.approx(100 / 30)
+    prov = target.provenance["flops.fp64"]
+    assert prov.source == f"host calibration {cal.date}"
+    assert prov.date == cal.date == "2026-11-18"
+    assert "best of 5 numpy matmul n=1344" in prov.note
+    dram = target.provenance["bytes.dram"]
+    assert "best: add" in dram.note and "3 x 64 MiB" in dram.note
+    assert target.provenance["dispatch_floor"].value == 1e-6
+    busy = fake_calibration(share=0.5).to_target()
+    assert "host busy while calibrating" in busy.provenance["bytes.dram"].note
+
+
+# --- cache and drift ---------------------------------------------------------------------
+class FakeCache:
+    def __init__(self, stored: Mapping[str, Mapping[str, object]] | None = None) -> None:
+        self.stored: dict[str, Mapping[str, object]] = dict(stored or {})
+        self.puts: list[str] = []
+
+    def get_calibration(self, key: str) -> Mapping[str, object] | None:
+        return self.stored.get(key)
+
+    def put_calibration(self, key: str, payload: Mapping[str, object]) -> None:
+        self.puts.append(key)
+        self.stored[key] = json.loads(json.dumps(payload))
+
+
+class Calibrations:
+    """A fake ``calibrate``: returns the given calibrations in turn and counts calls."""
+
+    def __init__(self, *results: HostCalibration) -> None:
+        self.results = list(results)
+        self.calls = 0
+
+    def __call__(self) -> HostCalibration:
+        self.calls += 1
+        return self.results.pop(0)
+
+
+def probe_reading(cal: HostCalibration, dram: float = 1.0, gemm: float = 1.0):  # type: ignore[no-untyped-def]
+    def probe(cached: HostCalibration) -> Mapping[str, float]:
+        return {
+            "dram.add": cal.rates["dram.add"] * dram,
+            "gemm.fp64": cal.rates["gemm.fp64"] * gemm,
+        }
+
+    return probe
+
+
+def run(cache: FakeCache | None, calibrate: Calibrations, probe, **kw):  # type: ignore[no-untyped-def]
+    warnings: list[str] = []
+    result = host_calibration(
+        cache, key="key-1", calibrate=calibrate, probe=probe, warn=warnings.append, **kw
+    )
+    return result, warnings
+
+
+def test_a_cache_miss_calibrates_and_stores() -> None:
+    cache, fresh = FakeCache(), fake_calibration()
+    result, warnings = run(cache, Calibrations(fresh), probe_reading(fresh))
+    assert result == fresh
+    assert cache.puts == ["key-1"]
+    assert warnings == []
+
+
+def test_a_cache_hit_within_tolerance_skips_calibration() -> None:
+    cached = fake_calibration()
+    cache, calibrate = FakeCache({"key-1": cached.to_dict()}), Calibrations()
+    result, warnings = run(cache, calibrate, probe_reading(cached, dram=0.9, gemm=1.1))
+    assert result == cached
+    assert calibrate.calls == 0
+    assert cache.puts == [] and warnings == []
+
+
+@pytest.mark.parametrize(("dram", "gemm"), [(1.0 + DRIFT_TOLERANCE + 0.01, 1.0), (1.0, 0.8)])
+def test_drift_beyond_the_tolerance_recalibrates(dram: float, gemm: float) -> None:
+    cached = fake_calibration()
+    fresh = fake_calibration(kernels=FakeKernels(dram_scale=dram, gemm_scale=gemm))
+    cache, calibrate = FakeCache({"key-1": cached.to_dict()}), Calibrations(fresh)
+    result, warnings = run(cache, calibrate, probe_reading(cached, dram=dram, gemm=gemm))
+    assert result == fresh
+    assert calibrate.calls == 1
+    assert cache.puts == ["key-1"]
+    assert warnings == []
+
+
+def test_refresh_ignores_the_cache() -> None:
+    cached, fresh = fake_calibration(), fake_calibration(kernels=FakeKernels(dram_scale=1.01))
+    cache = FakeCache({"key-1": cached.to_dict()})
+    result, _ = run(cache, Calibrations(fresh), probe_reading(cached), refresh=True)
+    assert result == fresh
+
+
+def test_an_unreadable_cached_calibration_is_replaced_with_a_warning() -> None:
+    fresh = fake_calibration()
+    cache = FakeCache({"key-1": {"schema_version": 99}})
+    result, warnings = run(cache, Calibrations(fresh), probe_reading(fresh))
+    assert result == fresh
+    assert (
+        warnings
+        and "ignoring the cached calibration (calibration payload: schema_version 99" in warnings[0]
+    )
+
+
+def test_a_busy_calibration_is_used_with_a_warning_but_not_cached() -> None:
+    busy = fake_calibration(share=0.4)
+    cache = FakeCache()
+    result, warnings = run(cache, Calibrations(busy), probe_reading(busy))
+    assert result == busy
+    assert cache.puts == []
+    assert len(warnings) == 1 and "busy host" in warnings[0] and "not cached" in warnings[0]
+
+
+def test_a_busy_calibration_is_refused_when_asked() -> None:
+    busy = fake_calibration(share=0.4)
+    with pytest.raises(
+        RooflineError, match=r"host calibration refused: the host is busy \(this process got 40%"
+    ):
+        run(FakeCache(), Calibrations(busy), probe_reading(busy), refuse_busy=True)
+
+
+def test_a_busy_host_keeps_the_cached_roofs_even_after_drift() -> None:
+    cached = fake_calibration()
+    busy = fake_calibration(share=0.4, kernels=FakeKernels(dram_scale=0.5))
+    cache = FakeCache({"key-1": cached.to_dict()})
+    result, warnings = run(
+        cache, Calibrations(busy), probe_reading(cached, dram=0.5), refuse_busy=True
+    )
+    assert result == cached
+    assert cache.puts == []
+    assert len(warnings) == 1 and "keeping the host roofs calibrated on 2026-11-18" in warnings[0]
+
+
+def test_host_target_returns_the_measured_target() -> None:
+    fresh = fake_calibration()
+    target = host_target(None, key="k", calibrate=Calibrations(fresh), probe=probe_reading(fresh))
+    assert target == fresh.to_target()
+
+
+def test_the_default_warning_is_a_roofline_warning() -> None:
+    busy = fake_calibration(share=0.4)
+    with pytest.warns(calibration.RooflineWarning, match="busy host"):
+        host_calibration(None, key="k", calibrate=Calibrations(busy), probe=probe_reading(busy))
+
+
+def test_the_drift_probe_repeats_the_calibrated_gemm_size() -> None:
+    kernels = FakeKernels()
+    reading = drift_probe(fake_calibration(), kernels)
+    assert reading == {"dram.add": 30 * GB, "gemm.fp64": 100 * GB}
+    assert ("gemm", "fp64", 3, 1344) in kernels.calls
+    assert ("bandwidth", "dram", ("add",), 3) in kernels.calls
+
+
+# --- identity ----------------------------------------------------------------------------
+def test_the_fingerprint_describes_hardware_not_the_hostname() -> None:
+    fingerprint = machine_fingerprint()
+    assert "CPUs" in fingerprint
+    assert socket.gethostname() not in fingerprint
+    assert fingerprint == machine_fingerprint()
+
+
+def test_the_key_adds_library_versions_and_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = calibration_key(3)
+    assert machine_fingerprint() in key
+    assert f"numpy {np.__version__}" in key
+    assert key.endswith("threads 3")
+    assert key.startswith(f"host-calibration v{calibration.CALIBRATION_VERSION} | ")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert calibration_key(3).endswith("threads 3 | OPENBLAS_NUM_THREADS=1")
+
+
+# --- display -----------------------------------------------------------------------------
+def test_format_roofs_shows_roofs_ridges_and_sources() -> None:
+    text = format_roofs(fake_calibration().to_target())
+    assert text.splitlines()[0].startswith("hardware target host (measured)")
+    assert "compute fp64" in text and "100 GFLOP/s" in text and "3.33 FLOP/B" in text
+    assert "bandwidth dram" in text and "30 GB/s" in text
+    assert "dispatch floor" in text and "1 us/call" in text
+    preset = format_roofs(load_presets()["h100-sxm"])
+    assert "989 TFLOP/s" in preset and "295 FLOP/B" in preset
+    assert "sparse bf16 (never a roof)" in preset and "1.98 PFLOP/s" in preset
+    assert "compute int8" in preset and "1.98 POP/s" in preset
+
+
+# --- the real thing, once ----------------------------------------------------------------
+def test_a_real_quick_calibration_is_plausible(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()  # the real CPU count
+    cal = calibrate_host(quick=True, key="real")
+    for value in [
+        *cal.peak_flops_per_s.values(),
+        *cal.peak_bytes_per_s.values(),
+        cal.dispatch_floor_s,
+    ]:
+        assert value > 0 and math.isfinite(value)
+    target = cal.to_target()
+    assert target.ridge("fp64") > 0 and target.ridge("fp32") > 0
+    assert cal.sizes["array_bytes.dram"] >= 64 * 2**20
+    reading = drift_probe(cal, calibration.NumpyKernels(threads=cal.threads))
+    assert set(reading) == {"dram.add", "gemm.fp64"}
+    assert all(v > 0 and math.isfinite(v) for v in reading.values())
