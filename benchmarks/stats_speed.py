@@ -16,6 +16,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +27,7 @@ def latencies(rng: np.random.Generator, k: int, n: int, scale: float = 1.0) -> n
     """k runs of n call latencies (s): lognormal body around 1 ms and a 1% heavy stall tail."""
     x = np.exp(np.log(1e-3) + 0.15 * rng.standard_normal((k, n)))
     stall = rng.random((k, n)) < 0.01
-    return np.where(stall, x * (1.0 + 2.0 * rng.pareto(2.0, (k, n))), x) * scale
+    return np.asarray(np.where(stall, x * (1.0 + 2.0 * rng.pareto(2.0, (k, n))), x) * scale)
 
 
 def timed(fn: Callable[[], object], reps: int) -> tuple[float, float, float]:
@@ -38,7 +39,9 @@ def timed(fn: Callable[[], object], reps: int) -> tuple[float, float, float]:
     return statistics.median(times), min(times), max(times)
 
 
-def gate(bases: list[np.ndarray], cands: list[np.ndarray], seed: int) -> list[stats.QuantileComparison]:
+def gate(
+    bases: list[np.ndarray], cands: list[np.ndarray], seed: int
+) -> list[stats.QuantileComparison]:
     """What the session does at the end of a run: compare, common mode, BH."""
     rng = np.random.default_rng(seed)
     comps: list[stats.QuantileComparison] = []
@@ -84,14 +87,15 @@ def main() -> None:
     one_b, one_c = base[0], cand[0]
     reps = 50
     med, _, _ = timed(
-        lambda: stats.compare_quantile(one_b, one_c, 0.99, delta=0.1, rng=np.random.default_rng(1)), reps
+        lambda: stats.compare_quantile(one_b, one_c, 0.99, delta=0.1, rng=np.random.default_rng(1)),
+        reps,
     )
     print(f"compare_quantile, one test, one quantile, n={a.samples}: median {1e3 * med:.2f} ms")
     for n in (1_000, 10_000, 100_000):
         x = latencies(rng, 1, n)[0]
-        m1, _, _ = timed(lambda x=x: stats.sampling_decisive(x), 20)
-        m2, _, _ = timed(lambda x=x: stats.sampling_decisive(x, ess=False), 20)
-        m3, _, _ = timed(lambda x=x: stats.sampling_decisive(x, baseline=x, deltas=0.1), 20)
+        m1, _, _ = timed(partial(stats.sampling_decisive, x), 20)
+        m2, _, _ = timed(partial(stats.sampling_decisive, x, ess=False), 20)
+        m3, _, _ = timed(partial(stats.sampling_decisive, x, baseline=x, deltas=0.1), 20)
         print(
             f"sampling_decisive n={n:>6}: {1e3 * m1:.2f} ms (ESS), {1e3 * m2:.2f} ms (no ESS), "
             f"{1e3 * m3:.2f} ms (against a baseline, ESS)"

@@ -65,11 +65,12 @@ __all__ = [
 CALIBRATION_VERSION = 1
 
 #: A cached calibration is re-used while the drift check reads every probed rate within this
-#: relative distance of the cached one (ratio in [1/1.2, 1.2]). Best-of-N DRAM and fp64 GEMM
-#: roofs moved by at most 8% between processes here (research/roofline.md §4), and the probe
-#: takes fewer reps than the calibration (a slightly lower best), so 20% is about 2.5x the noise
-#: while still catching a changed machine, clock policy or BLAS.
-DRIFT_TOLERANCE = 0.20
+#: relative distance of the cached one (ratio in [1/1.25, 1.25]). Between fresh processes on an
+#: idle host the best-of-7 fp64 roof moved by 1-2% (2-vCPU VM) and 14% (16-CPU host), DRAM by 3%
+#: (16-CPU host) (benchmarks/calibration.py), and the probe's best-of-3 reads a little lower, so
+#: a tighter tolerance would recalibrate on noise. What it should catch moves the roofs by more:
+#: the 2-vCPU VM's DRAM roof switches between ~37 and ~60 GB/s as its memory share changes.
+DRIFT_TOLERANCE = 0.25
 
 #: The host counts as busy when this process got less than this share of the CPU time its
 #: BLAS threads could use during the GEMMs (others, or the hypervisor, took the rest). Measured

@@ -367,7 +367,8 @@ def parse_rate(
             f"{where}: expected a positive {si_unit} value like {example}, got {raw!r} "
             f"({type(raw).__name__})"
         )
-    si_value = value * units[unit]
+    # Rounded to 15 significant digits so 2.039 TB/s is 2.039e12, not 2.0390000000000002e12.
+    si_value = float(f"{value * units[unit]:.15g}")
     if not (si_value > 0 and math.isfinite(si_value)):
         raise ConfigError(f"{where}: peak must be positive and finite, got {raw!r}")
     return si_value, value, unit

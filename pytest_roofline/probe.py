@@ -62,12 +62,15 @@ class RooflineProbe:
         sampler: Sampler | None,
         counters: CounterSession | None = None,
         target: Callable[[], HardwareTarget | None] | None = None,
+        replays_for: Callable[[np.ndarray], int] | None = None,
     ) -> None:
         self._nodeid = nodeid
         self._default_precision = precision
         self._sampler = sampler
         self._counters = counters
         self._target = target
+        self._replays_for = replays_for
+        self._replays: tuple[SampleSet, ...] = ()
         self._called = False
         self._samples: SampleSet | None = None
         self._counter_reading: CounterReading | None = None
@@ -131,6 +134,14 @@ class RooflineProbe:
         if started and counters is not None:
             self._counter_reading = counters.stop()
         self._samples = samples
+        # Replay: a first look that says "regression" is measured again at once, with the
+        # fixtures still set up; a rollback then needs the regression to reproduce.
+        count = self._replays_for(samples.samples_s) if self._replays_for is not None else 0
+        replays = []
+        for _ in range(count):
+            result, again = self._sampler.run(fn, args, kwargs, sync=sync)
+            replays.append(again)
+        self._replays = tuple(replays)
         return result
 
     def declare(
@@ -189,6 +200,11 @@ class RooflineProbe:
             roofline=point,
             counters=self._counter_reading,
         )
+
+    @property
+    def replays(self) -> tuple[np.ndarray, ...]:
+        """Samples of each replay measurement (empty unless a first look found a regression)."""
+        return tuple(r.samples_s for r in self._replays)
 
     def finish(self) -> Measurement | None:
         """The record to ship to the controller, or ``None`` when nothing was measured."""

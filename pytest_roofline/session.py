@@ -9,27 +9,32 @@ the store and writes the files in ``pytest_sessionfinish``, and renders the term
 from __future__ import annotations
 
 import time
+from functools import partial
 import warnings
 from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from pytest_roofline import stats
+from pytest_roofline.analysis import baseline_entries, build_run_view, gate_context, outcome_for
 from pytest_roofline.calibration import host_target, machine_fingerprint
 from pytest_roofline.config import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
+from pytest_roofline.gate import BaselineEntry, GateContext, margins, should_replay
 from pytest_roofline.hardware import HardwareTarget, nvml_gpu_name, resolve_target
 from pytest_roofline.markers import MarkerSettings, bind_marker
 from pytest_roofline.measure.counters import CounterSession, default_backends
-from pytest_roofline.measure.sampling import Sampler, SamplingPolicy
+from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
 from pytest_roofline.probe import RooflineProbe
-from pytest_roofline.report.json_report import write_json
-from pytest_roofline.report.model import RunView, TestView
-from pytest_roofline.report.terminal import render_terminal
-from pytest_roofline.results import TestResult, summarize
+from pytest_roofline.report.json_report import run_document, write_json
+from pytest_roofline.report.model import RunView
+from pytest_roofline.report.terminal import memo_text, render_terminal
+from pytest_roofline.results import TestResult
 from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
-from pytest_roofline.tags import collect_tags, tag_diff
+from pytest_roofline.tags import collect_tags
 
 __all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SETTINGS_KEY", "RooflineSession"]
 
@@ -59,6 +64,10 @@ class RooflineSession:
         self.baseline: Baseline | None = None
         self.tags: dict[str, str] = {}
         self.results: dict[str, TestResult] = {}
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.machine = machine_fingerprint()
+        self.context = GateContext()
+        self._entries: dict[str, BaselineEntry] = {}
         self.view: RunView | None = None
         self.started = time.time()
         self._target: HardwareTarget | None = None
@@ -77,16 +86,18 @@ class RooflineSession:
         settings = self.settings
         if not settings.enabled:
             return
-        if self.is_controller:
+        # Workers read the baseline too: each test is compared, and replayed, as it finishes.
+        if self.is_controller or settings.baseline_label is not None:
             try:
-                self.store = Store.open(settings.store_path)
+                self.store = Store.open(settings.store_path, create=self.is_controller)
                 if settings.baseline_label is not None:
                     self.baseline = self.store.load_baseline(
                         settings.baseline_label, history=settings.gate.history
                     )
             except StoreError as exc:
                 raise pytest.UsageError(f"--roofline-store: {exc}") from None
-            self.tags = collect_tags(settings.rootdir, extra=settings.tags)
+        self._entries = baseline_entries(self.baseline)
+        self.tags = collect_tags(settings.rootdir, extra=settings.tags)
         target = self.target
         if target is not None:
             self.tags.setdefault("target", target.name)
@@ -145,11 +156,31 @@ class RooflineSession:
             self._counters.probe()
         return self._counters
 
+    def _stop_rule(self, entry: BaselineEntry | None) -> StopRule:
+        """Stop sampling once p95 and p99 are decisive (tight, or clearly above/below the margin)."""
+        baseline = entry.samples_s if entry is not None else None
+        deltas = None
+        if entry is not None:
+            gated = margins(entry, self.context)
+            deltas = {0.95: gated["p95"], 0.99: gated["p99"]}
+
+        def rule(samples: np.ndarray) -> str | None:
+            state = stats.sampling_decisive(samples, baseline=baseline, deltas=deltas)
+            return state.reason if state.decisive else None
+
+        return rule
+
+    def _replays_for(self, samples: np.ndarray, *, entry: BaselineEntry, nodeid: str) -> int:
+        """How many replays a first measurement needs: ``gate.replay`` if it looks like a regression."""
+        return self.context.replay if should_replay(samples, entry, self.context, nodeid) else 0
+
     def make_probe(self, item: pytest.Item) -> RooflineProbe:
         """The ``roofline`` fixture's object for ``item``."""
         test = item.stash.get(SETTINGS_KEY, None) or resolve_test(self.settings, None, item.nodeid)
         sampler = None
+        replays_for = None
         if self.settings.enabled:
+            entry = self._entries.get(item.nodeid)
             clock = self.config.hook.pytest_roofline_clock(config=self.config)
             policy = SamplingPolicy(
                 budget_s=test.budget_s,
@@ -157,13 +188,17 @@ class RooflineSession:
                 max_samples=self.settings.max_samples,
                 warmup_s=self.settings.warmup_s,
             )
-            sampler = Sampler(policy, clock=clock) if clock is not None else Sampler(policy)
+            stop_rule = self._stop_rule(entry)
+            sampler = Sampler(policy, clock=clock or time.perf_counter_ns, stop_rule=stop_rule)
+            if entry is not None and self.context.replay > 0:
+                replays_for = partial(self._replays_for, entry=entry, nodeid=item.nodeid)
         probe = RooflineProbe(
             nodeid=item.nodeid,
             precision=test.precision,
             sampler=sampler,
             counters=self._counter_session() if sampler is not None else None,
             target=lambda: self.target,
+            replays_for=replays_for,
         )
         item.stash[PROBE_KEY] = probe
         return probe
@@ -194,12 +229,14 @@ class RooflineSession:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         errors = list(self._collection_errors)
+        measured = 0
         for item in items:
             fixturenames = getattr(item, "fixturenames", ())
             if item.get_closest_marker("roofline") is None and "roofline" not in fixturenames:
                 continue
             if item.nodeid.partition("[")[0] in self._invalid_definitions:
                 continue  # already reported from pytest_generate_tests
+            measured += "roofline" in fixturenames
             try:
                 item.stash[SETTINGS_KEY] = resolve_test(
                     self.settings, _marker_settings(item), item.nodeid
@@ -209,6 +246,16 @@ class RooflineSession:
                     errors.append(str(exc))
         if errors:
             raise pytest.UsageError("\n".join(errors))
+        if self.settings.enabled:
+            self.context = gate_context(
+                self.settings.gate,
+                family_size=max(1, measured),
+                baseline=self.baseline,
+                tags=self.tags,
+                layers=self.settings.layers,
+                target=self.target,
+                machine=self.machine,
+            )
 
     # -- per test ------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -216,32 +263,53 @@ class RooflineSession:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if report.when == "call" and report.passed:
-            probe = item.stash.get(PROBE_KEY, None)
-            measurement = probe.finish() if probe is not None else None
-            if measurement is not None:
-                test = item.stash.get(SETTINGS_KEY, None) or resolve_test(
-                    self.settings, None, item.nodeid
-                )
-                workload = getattr(item, "callspec", None)
-                slice_ = workload.params.get(_WORKLOAD) if workload is not None else None
-                result = TestResult(
-                    nodeid=item.nodeid,
-                    slice=slice_,
-                    owners=test.owners,
-                    rollback=test.rollback,
-                    sla=test.sla,
-                    precision=test.precision,
-                    measurement=measurement,
-                )
-                setattr(report, REPORT_ATTRIBUTE, result.to_dict())
+        if report.when != "call" or not report.passed:
+            return report
+        probe = item.stash.get(PROBE_KEY, None)
+        measurement = probe.finish() if probe is not None else None
+        if probe is None or measurement is None:
+            return report
+        test = item.stash.get(SETTINGS_KEY, None) or resolve_test(self.settings, None, item.nodeid)
+        workload = getattr(item, "callspec", None)
+        slice_ = workload.params.get(_WORKLOAD) if workload is not None else None
+        result = TestResult(
+            nodeid=item.nodeid,
+            slice=slice_,
+            owners=test.owners,
+            rollback=test.rollback,
+            sla=test.sla,
+            precision=test.precision,
+            measurement=measurement,
+        )
+        outcome = outcome_for(
+            result,
+            self._entries.get(item.nodeid),
+            self.context,
+            target=self.target,
+            replays=probe.replays,
+        )
+        document = dict(outcome.document)
+        setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "outcome": document})
+        if self._gated(outcome.decision.decision):
+            text = memo_text(item.nodeid, document)
+            report.outcome = "failed"
+            report.longrepr = text
+            report.sections.append(("roofline", text))
         return report
+
+    def _gated(self, decision: str) -> bool:
+        """Whether ``decision`` fails a test (and the run) under ``--roofline-gate``."""
+        gate_on = self.settings.gate_on
+        return (decision == "rollback" and gate_on != "never") or (
+            decision == "escalate" and gate_on == "escalate"
+        )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if not self.is_controller or report.when != "call" or not isinstance(data, dict):
             return
-        self.results[report.nodeid] = TestResult.from_dict(data)
+        self.results[report.nodeid] = TestResult.from_dict(data["result"])
+        self.outcomes[report.nodeid] = data["outcome"]
 
     # -- end of run ----------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -249,61 +317,31 @@ class RooflineSession:
         outcome = yield
         if self.settings.enabled and self.is_controller:
             self.view = self._build_view()
+            if (
+                self.view.decision is not None
+                and self._gated(self.view.decision)
+                and not session.testsfailed
+            ):
+                # A run-level escalation (e.g. a large common-mode shift) fails no single test;
+                # the gate fails the run the way pytest-cov does.
+                session.testsfailed += 1
         return outcome
 
     def _build_view(self) -> RunView:
-        baseline_run = self.baseline.latest if self.baseline is not None else None
-        baseline_results = baseline_run.results if baseline_run is not None else {}
-        target = self.target
-        tests = []
-        for nodeid in sorted(self.results):
-            result = self.results[nodeid]
-            measurement = result.measurement
-            summary = summarize(measurement.samples_s)
-            stored = baseline_results.get(nodeid)
-            point = None
-            if (
-                target is not None
-                and measurement.declared is not None
-                and summary.p50_s is not None
-            ):
-                point = target.place(measurement.declared, summary.p50_s)
-            tests.append(
-                TestView(
-                    nodeid=nodeid,
-                    slice_name=result.slice.name if result.slice else None,
-                    source=result.slice.source if result.slice else None,
-                    owners=result.owners,
-                    rollback_boundary=result.rollback,
-                    summary=summary,
-                    batch_size=measurement.samples.batch_size,
-                    stop_reason=measurement.samples.stop_reason,
-                    elapsed_s=measurement.samples.elapsed_s,
-                    baseline=summarize(stored.samples_s) if stored is not None else None,
-                    declared=measurement.declared.to_dict() if measurement.declared else None,
-                    roofline=point,
-                    counters=measurement.counters.to_dict() if measurement.counters else None,
-                    sla=result.sla.to_dict(),
-                    quality={q.name: q.to_dict() for q in measurement.quality},
-                )
-            )
-        return RunView(
-            label=self.settings.save_label,
-            baseline_label=self.baseline.label if self.baseline else None,
-            baseline_run_id=baseline_run.id if baseline_run else None,
+        settings = self.settings
+        return build_run_view(
+            results=self.results,
+            outcomes=self.outcomes,
+            baseline=self.baseline,
+            gate=settings.gate,
+            gate_on=settings.gate_on,
+            label=settings.save_label,
             tags=self.tags,
-            tag_diff=tag_diff(baseline_run.record.tags, self.tags) if baseline_run else {},
-            target=target.to_dict() if target is not None else None,
-            machine=machine_fingerprint(),
+            layers=settings.layers,
+            target=self.target,
+            machine=self.machine,
             started=self.started,
             finished=time.time(),
-            tests=tests,
-            missing_from_baseline=tuple(
-                n for n in sorted(self.results) if baseline_run and n not in baseline_results
-            ),
-            missing_from_candidate=tuple(
-                n for n in sorted(baseline_results) if n not in self.results
-            ),
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -330,7 +368,11 @@ class RooflineSession:
             tags=view.tags,
             target=view.target or {},
             machine=view.machine,
-            summary={"tests": len(view.tests), "decision": view.decision},
+            summary={
+                "tests": len(view.tests),
+                "decision": view.decision,
+                "document": run_document(view),
+            },
         )
         stored = [
             StoredResult(

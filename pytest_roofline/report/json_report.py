@@ -5,14 +5,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from pytest_roofline.report.model import JSON_SCHEMA_VERSION, RunView, TestView
 
-__all__ = ["run_document", "write_atomic", "write_json"]
+if TYPE_CHECKING:
+    from pytest_roofline.gate import TestEvidence
+    from pytest_roofline.policy import TestDecision
+
+__all__ = ["evidence_document", "run_document", "write_atomic", "write_json"]
 
 
 def _iso(timestamp: float) -> str:
@@ -30,11 +37,73 @@ def _clean(value: Any) -> Any:
     return value
 
 
+SERIES_POINTS = 400  # per side: enough for an ECDF and a timeline, small enough for 1000 tests
+
+
+def _series(samples: np.ndarray | None) -> list[float] | None:
+    """Samples thinned to at most :data:`SERIES_POINTS`, keeping their order (for the timeline)."""
+    if samples is None:
+        return None
+    if samples.size <= SERIES_POINTS:
+        return [float(x) for x in samples]
+    index = np.linspace(0, samples.size - 1, SERIES_POINTS).round().astype(int)
+    return [float(x) for x in samples[index]]
+
+
+def evidence_document(
+    evidence: TestEvidence,
+    decision: TestDecision,
+    *,
+    replay_command: str,
+    candidate_samples: np.ndarray,
+    baseline_samples: np.ndarray | None,
+) -> dict[str, Any]:
+    """A test's evidence and decision in the JSON document's shape (rendering only)."""
+    point, base_point, bound = evidence.point, evidence.baseline_point, evidence.bound_change
+    roofline: dict[str, Any] | None = None
+    if point is not None:
+        roofline = {
+            **point.to_dict(),
+            "baseline_bound": base_point.bound if base_point else None,
+            "baseline_intensity": base_point.intensity if base_point else None,
+            "baseline_achieved_flops_per_s": base_point.achieved_flops_per_s
+            if base_point
+            else None,
+            "baseline_efficiency": base_point.efficiency if base_point else None,
+            "bound_changed": bound.changed if bound else None,
+            "bound_change": bound.to_dict() if bound else None,
+            "efficiency_ratio": evidence.efficiency_ratio,
+        }
+    violations = [c.detail for c in evidence.sla if c.status in ("breach", "possible breach")]
+    return {
+        **decision.to_dict(),
+        "replay_command": replay_command,
+        "change": {name: c.to_dict() for name, c in evidence.comparisons.items()} or None,
+        "margins": dict(evidence.margins),
+        "mde": dict(evidence.mde),
+        "roofline": roofline,
+        "sla": {
+            "ok": (not violations) if evidence.sla else None,
+            "violations": violations,
+            "checks": [c.to_dict() for c in evidence.sla],
+        },
+        "quality": {q.name: q.to_dict() for q in evidence.quality},
+        "missing_quality": list(evidence.missing_quality),
+        "precision_change": list(evidence.precision_change) if evidence.precision_change else None,
+        "replay": evidence.replay.to_dict() if evidence.replay else None,
+        "drift": evidence.drift.to_dict() if evidence.drift else None,
+        "layers_changed": list(evidence.layers_changed),
+        "hardware_differs": evidence.hardware_differs,
+        "series": {"candidate": _series(candidate_samples), "baseline": _series(baseline_samples)},
+    }
+
+
 def _test_document(test: TestView) -> dict[str, Any]:
     summary = test.summary
     return {
         "nodeid": test.nodeid,
         "slice": test.slice_name,
+        "slice_group": test.slice_group,
         "source": test.source,
         "owner": ", ".join(test.owners) if test.owners else None,
         "owners": list(test.owners),
@@ -63,16 +132,32 @@ def _test_document(test: TestView) -> dict[str, Any]:
             if test.baseline is not None
             else None
         ),
-        "change": (
-            {q: {"ratio": test.ratio(q)} for q in ("p50", "p95", "p99")}
-            if test.baseline is not None
-            else None
-        ),
+        "change": None,
         "declared": test.declared,
-        "roofline": test.roofline.to_dict() if test.roofline is not None else None,
+        "roofline": None,
         "counters": test.counters,
-        "sla": {"spec": test.sla},
-        "quality": test.quality,
+        "sla": {"ok": None, "violations": [], "checks": []},
+        "quality": {},
+        "replay": None,
+        **test.outcome,
+    }
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "pytest_roofline": version("pytest-roofline"),
+        "python": platform.python_version(),
+        "pytest": version("pytest"),
+        "numpy": version("numpy"),
+        "scipy": version("scipy"),
     }
 
 
@@ -89,18 +174,22 @@ def run_document(view: RunView) -> dict[str, Any]:
                 "baseline_run_id": view.baseline_run_id,
                 "tags": dict(view.tags),
                 "tag_diff": {
-                    k: {"baseline": b, "candidate": c} for k, (b, c) in view.tag_diff.items()
+                    k: {"baseline": b, "candidate": c, "layer": layer}
+                    for k, (b, c, layer) in view.tag_diff.items()
                 },
+                "first_failing_layer": view.first_failing_layer,
                 "target": view.target,
                 "machine": view.machine,
                 "started": _iso(view.started),
                 "finished": _iso(view.finished),
                 "common_mode": view.common_mode,
                 "design": "two-run",
+                "gate": dict(view.gate),
                 "missing_from_baseline": list(view.missing_from_baseline),
                 "missing_from_candidate": list(view.missing_from_candidate),
             },
             "observability": dict(view.observability),
+            "versions": _versions(),
             "tests": [_test_document(t) for t in view.tests],
         }
     )

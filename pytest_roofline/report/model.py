@@ -1,4 +1,4 @@
-"""The view model every rendering reads: built once per run from results (and, later, decisions)."""
+"""The view model every rendering reads, built once per run by :mod:`pytest_roofline.analysis`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_roofline.results import QuantileSummary
-from pytest_roofline.roofline import RooflinePoint
 
 __all__ = ["JSON_SCHEMA_VERSION", "RunView", "TestView"]
 
@@ -16,12 +15,13 @@ JSON_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class TestView:
-    """One test as every report shows it."""
+    """One test as every report shows it; ``outcome`` is its evidence and decision (JSON form)."""
 
     __test__ = False
 
     nodeid: str
     slice_name: str | None
+    slice_group: str | None
     source: str | None
     owners: tuple[str, ...]
     rollback_boundary: str | None
@@ -31,15 +31,16 @@ class TestView:
     elapsed_s: float
     baseline: QuantileSummary | None
     declared: Mapping[str, Any] | None
-    roofline: RooflinePoint | None
     counters: Mapping[str, Any] | None
-    sla: Mapping[str, Any]
-    quality: Mapping[str, Any]
     decision: str | None = None
     reasons: tuple[str, ...] = ()
+    outcome: Mapping[str, Any] = field(default_factory=dict)
 
     def ratio(self, quantile: str) -> float | None:
-        """Point ratio candidate / baseline of ``p50`` / ``p95`` / ``p99`` (no interval)."""
+        """Candidate / baseline of ``p50`` / ``p95`` / ``p99`` (the gate's estimate when compared)."""
+        change = (self.outcome.get("change") or {}).get(quantile)
+        if change and change.get("ratio") is not None:
+            return float(change["ratio"])
         if self.baseline is None:
             return None
         cand = getattr(self.summary, f"{quantile}_s")
@@ -57,7 +58,7 @@ class RunView:
     baseline_label: str | None
     baseline_run_id: int | None
     tags: Mapping[str, str]
-    tag_diff: Mapping[str, tuple[str | None, str | None]]
+    tag_diff: Mapping[str, tuple[str | None, str | None, str | None]]
     target: Mapping[str, Any] | None
     machine: str
     started: float
@@ -67,5 +68,7 @@ class RunView:
     missing_from_candidate: tuple[str, ...] = ()
     decision: str | None = None
     reasons: tuple[str, ...] = ()
+    first_failing_layer: str | None = None
     observability: Mapping[str, Any] = field(default_factory=dict)
     common_mode: Mapping[str, Any] | None = None
+    gate: Mapping[str, Any] = field(default_factory=dict)

@@ -630,3 +630,28 @@ def test_all_peaks_are_finite_and_positive() -> None:
     for target in load_presets().values():
         for value in [*target.peak_flops_per_s.values(), *target.peak_bytes_per_s.values()]:
             assert value > 0 and math.isfinite(value)
+
+
+def test_figures_measured_on_an_h200_sit_under_its_roofs_and_tf32_does_not() -> None:
+    # torch 2.11 on an H200 (NVML name "NVIDIA H200"), 8192^3 matmuls and copies, median time.
+    h200 = load_presets()[preset_for_gpu_name("NVIDIA H200") or ""]
+    n = 8192
+
+    def gemm(precision: str, itemsize: int, tflops: float):  # type: ignore[no-untyped-def]
+        w = declared_work(2 * n**3, 3 * n * n * itemsize, precision, where="h200")
+        return h200.place(w, 2 * n**3 / (tflops * T))
+
+    for precision, itemsize, tflops, efficiency in [
+        ("bf16", 2, 879.7, 0.89),
+        ("fp32", 4, 50.8, 0.76),
+        ("fp64", 8, 64.5, 0.96),  # above the 34 TFLOP/s vector figure: the roof is FP64 tensor
+    ]:
+        point = gemm(precision, itemsize, tflops)
+        assert (point.bound, point.data_error) == ("compute", None)
+        assert point.efficiency == pytest.approx(efficiency, abs=0.01)
+    tf32 = gemm("fp32", 4, 445.8)  # allow_tf32=True but declared fp32
+    assert tf32.data_error is not None and "faster precision than declared" in tf32.data_error
+    big = h200.place(declared_work(0, 2**31, "fp32", where="h200"), 2**31 / 4.21e12)
+    assert (big.bound, round(big.efficiency or 0, 2)) == ("memory", 0.88)
+    small = h200.place(declared_work(0, 2**23, "fp32", where="h200"), 15.0e-6)
+    assert small.bound == "overhead"  # 0.12 of the roof: launch latency dominates

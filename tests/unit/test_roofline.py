@@ -380,3 +380,11 @@ def test_the_roofline_module_needs_neither_pytest_nor_numpy() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_one_sided_declaration_on_a_missing_roof_says_both() -> None:
+    point = place(work(30, None), 1.0, peak_flops_per_s=None, peak_bytes_per_s=PEAK_B)
+    assert point.bound == "unknown"
+    assert point.efficiency is None
+    assert point.note is not None
+    assert "no fp32 compute roof" in point.note and "bytes_moved not declared" in point.note

@@ -74,7 +74,21 @@ def test_a_decisive_stop_rule_ends_sampling_early_and_says_why() -> None:
     _, samples = Sampler(policy, clock=clock, stop_rule=decisive).run(lambda: clock.work(1_000_000))
     assert samples.stop_reason == "decisive"
     assert samples.samples_s.size == 100
-    assert seen == [50, 100]
+    assert seen == [50, 100]  # 50, then max(50 + 50, 62)
+
+
+def test_the_stop_rule_is_consulted_on_a_geometric_schedule() -> None:
+    clock = FakeClock()
+    seen: list[int] = []
+
+    def never(samples: np.ndarray) -> str | None:
+        seen.append(samples.size)
+        return None
+
+    policy = SamplingPolicy(budget_s=10, min_samples=1, max_samples=2000, warmup_s=0, check_every=50)
+    Sampler(policy, clock=clock, stop_rule=never).run(lambda: clock.work(1_000_000))
+    # every 50 samples at first, then every ~25% more: 14 looks at 2000 samples, not 40
+    assert seen == [50, 100, 150, 200, 250, 312, 390, 487, 608, 760, 950, 1187, 1483, 1853]
 
 
 def test_the_function_result_is_returned_and_arguments_are_passed() -> None:

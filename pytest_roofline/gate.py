@@ -1,0 +1,509 @@
+"""Evidence for the gate: everything ``policy`` needs to decide one test, computed from samples.
+
+Pure (no pytest): it takes a test's result, its baseline entry and the run's context, runs the
+statistics (``stats``) and the roofline placement (``hardware`` / ``roofline``), and returns a
+frozen :class:`TestEvidence`. It decides nothing; :mod:`pytest_roofline.policy` does.
+
+Multiplicity. Each test's decision is made as the test finishes (so a rollback fails its own
+test), before the other tests' p-values exist. A regression therefore also needs its p-value
+to pass a Bonferroni bound over the session's comparisons (``p * family < alpha``), which is
+never looser than the Benjamini-Hochberg procedure applied at the end of the run: every test
+rolled back here would also be rejected by BH. BH-adjusted p-values are reported at run level.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from pytest_roofline import stats
+from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.measure.measurement import QualityRecord
+from pytest_roofline.results import QUANTILES, QuantileSummary, TestResult, summarize
+from pytest_roofline.roofline import DeclaredWork, RooflinePoint
+
+__all__ = [
+    "GATED_QUANTILES",
+    "BaselineEntry",
+    "GateContext",
+    "QualityOutcome",
+    "ReplayOutcome",
+    "SlaOutcome",
+    "TestEvidence",
+    "baseline_entry",
+    "evaluate",
+    "margins",
+    "rng_for",
+    "should_replay",
+]
+
+GATED_QUANTILES: tuple[str, ...] = ("p95", "p99")
+# Counters are what explain a mechanism; below half of them the mechanism is guesswork.
+MIN_COUNTER_COMPLETENESS = 0.5
+# Without a baseline there is no margin to compare a drift with: a 10% trend is what the
+# default p95 margin (+37%, halved) would otherwise tolerate, rounded down.
+DRIFT_WITHOUT_BASELINE = 0.10
+# Relative slack for quality values recorded without a tolerance (floating-point round-off).
+_QUALITY_RTOL = 1e-9
+
+
+def rng_for(nodeid: str, salt: int = 0) -> np.random.Generator:
+    """A generator seeded from the node id: the same evidence gives the same interval every time."""
+    return np.random.default_rng([zlib.crc32(nodeid.encode("utf-8")), salt])
+
+
+@dataclass(frozen=True, slots=True)
+class GateContext:
+    """Run-level facts every per-test evaluation needs."""
+
+    alpha: float = stats.DEFAULT_ALPHA
+    min_effect: Mapping[str, float] = field(default_factory=lambda: {"p95": 0.05, "p99": 0.10})
+    replay: int = 1
+    family_size: int = 1
+    layers_changed: tuple[str, ...] = ()
+    hardware_differs: str | None = None
+    baseline_label: str | None = None
+    n_boot: int = stats.DEFAULT_N_BOOT
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BaselineEntry:
+    """A test's baseline: the latest run's samples and declarations, and its history (oldest first)."""
+
+    samples_s: np.ndarray
+    declared: DeclaredWork | None
+    quality: Mapping[str, QualityRecord]
+    history_samples: tuple[np.ndarray, ...] = ()
+
+
+def baseline_entry(
+    payload: Mapping[str, Any], samples_s: np.ndarray, history: Sequence[np.ndarray] = ()
+) -> BaselineEntry:
+    """Build a :class:`BaselineEntry` from a stored result's payload (``TestResult.to_dict``)."""
+    measurement = payload.get("measurement") or {}
+    declared = measurement.get("declared")
+    quality = {
+        name: QualityRecord(
+            name, float(q["value"]), bool(q["higher_is_better"]), q.get("tolerance")
+        )
+        for name, q in (measurement.get("quality") or {}).items()
+    }
+    return BaselineEntry(
+        samples_s=samples_s,
+        declared=DeclaredWork.from_dict(declared) if declared else None,
+        quality=quality,
+        history_samples=tuple(history),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOutcome:
+    """Whether a first-look regression reproduced when the test was measured again."""
+
+    attempted: bool
+    count: int
+    reproduced: bool | None
+    ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempted": self.attempted,
+            "count": self.count,
+            "reproduced": self.reproduced,
+            "ratios": {k: list(v) for k, v in self.ratios.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SlaOutcome:
+    """One SLA key checked: ``status`` as in :data:`stats.SlaStatus`."""
+
+    key: str
+    status: stats.SlaStatus
+    threshold: float | str
+    estimate: float | str | None
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "status": self.status,
+            "threshold_s"
+            if self.key in ("p50", "p95", "p99", "max")
+            else "threshold": self.threshold,
+            "estimate_s" if self.key in ("p50", "p95", "p99", "max") else "estimate": self.estimate,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QualityOutcome:
+    """A quality value against its baseline; ``ok`` is ``None`` without a baseline value."""
+
+    name: str
+    value: float
+    baseline: float | None
+    higher_is_better: bool
+    tolerance: float | None
+    ok: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "baseline": self.baseline,
+            "higher_is_better": self.higher_is_better,
+            "tolerance": self.tolerance,
+            "ok": self.ok,
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TestEvidence:
+    """Everything known about one test, for the policy and the reports."""
+
+    __test__ = False
+
+    nodeid: str
+    owners: tuple[str, ...]
+    rollback: str | None
+    summary: QuantileSummary
+    baseline_summary: QuantileSummary | None
+    comparisons: Mapping[str, stats.QuantileComparison]
+    mde: Mapping[str, float]
+    margins: Mapping[str, float]
+    replay: ReplayOutcome | None
+    sla: tuple[SlaOutcome, ...]
+    point: RooflinePoint | None
+    baseline_point: RooflinePoint | None
+    bound_change: stats.BoundChange | None
+    efficiency_ratio: float | None
+    drift: stats.Drift | None
+    quality: tuple[QualityOutcome, ...]
+    missing_quality: tuple[str, ...]
+    precision_change: tuple[str | None, str | None] | None
+    counter_completeness: float | None
+    cpu_share: float | None
+    needs_counters: bool
+    batched: bool
+    layers_changed: tuple[str, ...]
+    hardware_differs: str | None
+    family_size: int
+
+
+def margins(entry: BaselineEntry, context: GateContext) -> dict[str, float]:
+    """The practical margin per gated quantile: never below the user's ``min_effect`` nor the
+    run-to-run noise the baseline label's history shows for this test (with no history, the
+    documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`)."""
+    runs = [*entry.history_samples, entry.samples_s]
+    result = {}
+    for name in GATED_QUANTILES:
+        q = QUANTILES[name]
+        per_run = [float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size]
+        floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q))
+        result[name] = stats.effective_delta(context.min_effect.get(name, 0.0), floor)
+    return result
+
+
+def _compare(
+    base: np.ndarray,
+    cand: np.ndarray,
+    deltas: Mapping[str, float],
+    context: GateContext,
+    nodeid: str,
+    salt: int,
+) -> dict[str, stats.QuantileComparison]:
+    out = {}
+    for index, name in enumerate(GATED_QUANTILES):
+        comparison = stats.compare_quantile(
+            base,
+            cand,
+            QUANTILES[name],
+            delta=deltas[name],
+            alpha=context.alpha,
+            n_boot=context.n_boot,
+            rng=rng_for(nodeid, salt * 10 + index),
+        )
+        out[name] = _bonferroni(comparison, context)
+    return out
+
+
+def _bonferroni(
+    comparison: stats.QuantileComparison, context: GateContext
+) -> stats.QuantileComparison:
+    family = max(1, context.family_size) * len(GATED_QUANTILES)
+    p_value = comparison.p_value
+    adjusted = min(1.0, p_value * family) if math.isfinite(p_value) else math.nan
+    if comparison.verdict == "regression" and not adjusted < context.alpha:
+        return replace(
+            comparison,
+            p_adjusted=adjusted,
+            verdict="suspect",
+            reason=f"{comparison.reason}; not significant across the session's {family} comparisons "
+            f"(Bonferroni p = {adjusted:.3g})",
+        )
+    return replace(comparison, p_adjusted=adjusted)
+
+
+def should_replay(
+    samples_s: np.ndarray, entry: BaselineEntry, context: GateContext, nodeid: str
+) -> bool:
+    """First look: does this measurement show a regression that a replay must confirm?"""
+    if context.replay < 1 or entry.samples_s.size == 0 or samples_s.size == 0:
+        return False
+    found = _compare(entry.samples_s, samples_s, margins(entry, context), context, nodeid, salt=0)
+    return any(c.verdict == "regression" for c in found.values())
+
+
+def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[SlaOutcome]:
+    out = []
+    for key, threshold in result.sla.latency_budgets_s.items():
+        check = stats.sla_check(
+            samples, "max" if key == "max" else QUANTILES[key], threshold, alpha=alpha
+        )
+        estimate = check.estimate_s if math.isfinite(check.estimate_s) else None
+        out.append(
+            SlaOutcome(
+                key=key,
+                status=check.status,
+                threshold=threshold,
+                estimate=estimate,
+                detail=f"{key} {_fmt_s(estimate)} against SLA {_fmt_s(threshold)}: {check.status} (n={check.n})",
+            )
+        )
+    return out
+
+
+def _fmt_s(value: float | None) -> str:
+    from pytest_roofline.durations import format_seconds
+
+    return format_seconds(value)
+
+
+def _roofline_sla(
+    result: TestResult,
+    samples: np.ndarray,
+    point: RooflinePoint | None,
+    target: HardwareTarget | None,
+) -> list[SlaOutcome]:
+    sla, out = result.sla, []
+    declared = result.measurement.declared
+    if sla.min_efficiency is not None:
+        if point is None or point.efficiency is None or target is None or declared is None:
+            out.append(
+                SlaOutcome(
+                    "min_efficiency",
+                    "unassessable",
+                    sla.min_efficiency,
+                    None,
+                    "min_efficiency needs declared work and a hardware target",
+                )
+            )
+        else:
+            # The fastest plausible call (5th percentile) sets the most favourable efficiency:
+            # if even that is below the requirement, the breach is confident.
+            fast = float(np.quantile(samples, 0.05))
+            best = target.place(declared, fast).efficiency or 0.0
+            if best < sla.min_efficiency:
+                status: stats.SlaStatus = "breach"
+            elif point.efficiency < sla.min_efficiency:
+                status = "possible breach"
+            else:
+                status = "met"
+            out.append(
+                SlaOutcome(
+                    "min_efficiency",
+                    status,
+                    sla.min_efficiency,
+                    point.efficiency,
+                    f"efficiency {point.efficiency:.1%} (best call {best:.1%}) against "
+                    f"required {sla.min_efficiency:.1%}: {status}",
+                )
+            )
+    if sla.bound is not None:
+        if point is None or point.bound == "unknown":
+            out.append(
+                SlaOutcome(
+                    "bound",
+                    "unassessable",
+                    sla.bound,
+                    None,
+                    "bound SLA needs declared work and a target",
+                )
+            )
+        elif point.bound == sla.bound:
+            out.append(
+                SlaOutcome(
+                    "bound", "met", sla.bound, point.bound, f"bound {point.bound} as required"
+                )
+            )
+        elif point.bound == "ambiguous":
+            out.append(
+                SlaOutcome(
+                    "bound",
+                    "possible breach",
+                    sla.bound,
+                    point.bound,
+                    f"bound ambiguous (near the ridge), required {sla.bound}",
+                )
+            )
+        else:
+            out.append(
+                SlaOutcome(
+                    "bound",
+                    "breach",
+                    sla.bound,
+                    point.bound,
+                    f"bound {point.bound}, required {sla.bound}",
+                )
+            )
+    return out
+
+
+def _quality(
+    result: TestResult, entry: BaselineEntry | None
+) -> tuple[tuple[QualityOutcome, ...], tuple[str, ...]]:
+    outcomes = []
+    for record in result.measurement.quality:
+        base = entry.quality.get(record.name) if entry is not None else None
+        ok: bool | None = None
+        if base is not None:
+            worsening = (
+                (base.value - record.value)
+                if record.higher_is_better
+                else (record.value - base.value)
+            )
+            allowed = (
+                record.tolerance
+                if record.tolerance is not None
+                else _QUALITY_RTOL * max(abs(base.value), 1e-300)
+            )
+            ok = worsening <= allowed
+        outcomes.append(
+            QualityOutcome(
+                record.name,
+                record.value,
+                base.value if base else None,
+                record.higher_is_better,
+                record.tolerance,
+                ok,
+            )
+        )
+    recorded = {q.name for q in result.measurement.quality}
+    missing = tuple(sorted(set(entry.quality) - recorded)) if entry is not None else ()
+    return tuple(outcomes), missing
+
+
+def _drift_threshold(deltas: Mapping[str, float]) -> float:
+    """Smallest first-to-last window change that counts as drift.
+
+    A drift smaller than half the p95 margin cannot by itself push a quantile past the margin,
+    and machine speed on shared runners wanders by a few percent within seconds
+    (research/noise-here.md §2): flagging those would escalate unchanged code.
+    """
+    if "p95" in deltas:
+        return max(0.03, deltas["p95"] / 2)
+    return DRIFT_WITHOUT_BASELINE
+
+
+def evaluate(
+    result: TestResult,
+    entry: BaselineEntry | None,
+    context: GateContext,
+    *,
+    target: HardwareTarget | None,
+    replays: Sequence[np.ndarray] = (),
+) -> TestEvidence:
+    """Gather all evidence about one test (see the module docstring for the multiplicity rule)."""
+    measurement = result.measurement
+    samples = measurement.samples_s
+    summary = summarize(samples)
+    declared = measurement.declared
+    point = target.place(declared, summary.p50_s) if target and declared and summary.p50_s else None
+    mde = {
+        name: stats.minimum_detectable_effect(samples, QUANTILES[name], alpha=context.alpha)
+        for name in GATED_QUANTILES
+        if samples.size >= stats.n_floor(QUANTILES[name], context.alpha)
+    }
+    comparisons: dict[str, stats.QuantileComparison] = {}
+    deltas: dict[str, float] = {}
+    replay: ReplayOutcome | None = None
+    baseline_summary = baseline_point = bound = None
+    efficiency_ratio = None
+    precision_change = None
+    if entry is not None and entry.samples_s.size:
+        baseline_summary = summarize(entry.samples_s)
+        deltas = margins(entry, context)
+        comparisons = _compare(entry.samples_s, samples, deltas, context, result.nodeid, salt=0)
+        if replays:
+            replayed = [
+                _compare(entry.samples_s, r, deltas, context, result.nodeid, salt=i + 1)
+                for i, r in enumerate(replays)
+            ]
+            regressed = [name for name, c in comparisons.items() if c.verdict == "regression"]
+            reproduced = bool(regressed) and all(
+                any(found[name].verdict == "regression" for name in regressed) for found in replayed
+            )
+            replay = ReplayOutcome(
+                True,
+                len(replays),
+                reproduced,
+                {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
+            )
+        elif any(c.verdict == "regression" for c in comparisons.values()) and context.replay > 0:
+            replay = ReplayOutcome(False, 0, None)
+        if target is not None and entry.declared is not None and baseline_summary.p50_s:
+            baseline_point = target.place(entry.declared, baseline_summary.p50_s)
+        if point is not None and baseline_point is not None:
+            ridge = point.ridge if point.ridge is not None else math.nan
+            if math.isfinite(ridge):
+                bound = stats.bound_change(
+                    baseline_point.intensity,
+                    point.intensity,
+                    baseline_point.ridge or ridge,
+                    base_class=baseline_point.bound,
+                    cand_class=point.bound,
+                    cand_ridge=ridge,
+                )
+            if point.efficiency and baseline_point.efficiency:
+                efficiency_ratio = point.efficiency / baseline_point.efficiency
+        base_precision = entry.declared.precision if entry.declared else None
+        cand_precision = declared.precision if declared else None
+        if base_precision != cand_precision and (base_precision or cand_precision):
+            precision_change = (base_precision, cand_precision)
+    quality, missing_quality = _quality(result, entry)
+    counters = measurement.counters
+    return TestEvidence(
+        nodeid=result.nodeid,
+        owners=result.owners,
+        rollback=result.rollback,
+        summary=summary,
+        baseline_summary=baseline_summary,
+        comparisons=comparisons,
+        mde=mde,
+        margins=deltas,
+        replay=replay,
+        sla=tuple(
+            _latency_sla(result, samples, context.alpha)
+            + _roofline_sla(result, samples, point, target)
+        ),
+        point=point,
+        baseline_point=baseline_point,
+        bound_change=bound,
+        efficiency_ratio=efficiency_ratio,
+        drift=stats.drift(samples, min_change=_drift_threshold(deltas)) if samples.size >= 20 else None,
+        quality=quality,
+        missing_quality=missing_quality,
+        precision_change=precision_change,
+        counter_completeness=counters.completeness if counters else None,
+        cpu_share=counters.cpu_share if counters else None,
+        needs_counters=result.sla.bound is not None or result.sla.min_efficiency is not None,
+        batched=measurement.samples.batch_size > 1,
+        layers_changed=context.layers_changed if entry is not None else (),
+        hardware_differs=context.hardware_differs if entry is not None else None,
+        family_size=context.family_size,
+    )
