@@ -157,6 +157,8 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(f"{name}: not compared: {c.reason}")
         elif c.improvement:
             notes.append(f"{name} improved {_ci(c)}")
+        elif c.verdict == "ok":
+            notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
         elif c.verdict == "not detected":
             notes.append(
                 f"{name}: no regression seen; smallest detectable change here is +{c.mde:.0%}"

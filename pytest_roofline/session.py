@@ -291,10 +291,9 @@ class RooflineSession:
         document = dict(outcome.document)
         setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "outcome": document})
         if self._gated(outcome.decision.decision):
-            text = memo_text(item.nodeid, document)
             report.outcome = "failed"
-            report.longrepr = text
-            report.sections.append(("roofline", text))
+            report.longrepr = f"pytest-roofline {outcome.decision.decision.upper()}: {outcome.decision.symptom}"
+            report.sections.append(("roofline", memo_text(item.nodeid, document)))
         return report
 
     def _gated(self, decision: str) -> bool:

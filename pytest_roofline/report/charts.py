@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from pytest_roofline.durations import format_seconds
 from pytest_roofline.hardware import HardwareTarget
 from pytest_roofline.roofline import DEFAULT_PRECISION, MEMORY_LEVELS, PRECISIONS, DeclaredWork
@@ -61,7 +63,9 @@ def format_ratio(ratio: float | None) -> str:
     """A candidate/baseline ratio as ``"×1.32"``."""
     if ratio is None or not math.isfinite(ratio):
         return "n/a"
-    return f"×{ratio:.3g}" if ratio < 10 else f"×{ratio:.0f}"
+    if ratio >= 10:
+        return f"×{ratio:.0f}"
+    return f"×{ratio:.2f}" if ratio >= 0.1 else f"×{ratio:.2g}"
 
 
 def format_interval(low: float | None, high: float | None) -> str:
@@ -123,6 +127,15 @@ class _Scale:
             low, high, v = math.log10(low), math.log10(high), math.log10(max(value, 1e-300))
         share = (v - low) / (high - low) if high > low else 0.5
         return round(self.pixel_low + share * (self.pixel_high - self.pixel_low), 1)
+
+    def many(self, values: np.ndarray) -> np.ndarray:
+        """Vectorised ``__call__`` (unrounded): charts of hundreds of samples per test."""
+        low, high, v = self.low, self.high, values
+        if self.log:
+            low, high = math.log10(low), math.log10(high)
+            v = np.log10(np.maximum(values, 1e-300))
+        share = (v - low) / (high - low) if high > low else np.full_like(v, 0.5)
+        return np.asarray(self.pixel_low + share * (self.pixel_high - self.pixel_low))
 
 
 def _nice_step(span: float, count: int) -> float:
@@ -324,6 +337,11 @@ def _memory_roofs(
     return roofs
 
 
+def _intensity_label(value: float) -> str:
+    # "0.01" reads as an intensity; "10 m" (milli-FLOP per byte) does not.
+    return f"{value:g}" if 1e-4 <= value < 1e4 else si(value, "").strip()
+
+
 #: Radius of a test's marker; arrows stop this far (plus a gap) from the candidate point.
 POINT_RADIUS = 4.5
 
@@ -394,7 +412,7 @@ def roofline_chart(
     plotted.sort(key=lambda c: rank.get(c.decision, 1))
     return RooflineChart(
         box=box,
-        x_ticks=_log_ticks(x, lambda v: si(v, "", digits=3).strip()),
+        x_ticks=_log_ticks(x, _intensity_label),
         y_ticks=_log_ticks(y, lambda v: si(v, "", digits=3).strip()),
         roofs=tuple(roofs),
         points=tuple(plotted),
@@ -439,18 +457,24 @@ class LineChart:
     y_label: str
 
 
-def _finite_positive(values: Sequence[float] | None) -> list[float]:
+def _finite_positive(values: Sequence[float] | None) -> np.ndarray:
+    """The positive finite samples of ``values`` (anything else in a document is skipped)."""
     if not values:
-        return []
-    return [
-        float(v)
-        for v in values
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and _positive(float(v))
-    ]
+        return np.empty(0)
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = np.asarray(
+            [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)],
+            dtype=np.float64,
+        )
+    if array.ndim != 1:
+        return np.empty(0)
+    return array[np.isfinite(array) & (array > 0)]
 
 
-def _seconds_scale(values: Sequence[float], pixel_low: float, pixel_high: float) -> _Scale:
-    low, high = min(values), max(values)
+def _seconds_scale(values: np.ndarray, pixel_low: float, pixel_high: float) -> _Scale:
+    low, high = float(values.min()), float(values.max())
     # A log axis when the tail is long: a linear one would squash the body into a few pixels.
     if high / low > 8:
         return _Scale(low * 0.9, high * 1.1, pixel_low, pixel_high, log=True)
@@ -460,72 +484,92 @@ def _seconds_scale(values: Sequence[float], pixel_low: float, pixel_high: float)
 
 def _seconds_ticks(scale: _Scale) -> tuple[Tick, ...]:
     if not scale.log:
-        return _linear_ticks(scale, format_seconds, count=4)
-    ticks = _log_ticks(scale, format_seconds)
-    if len(ticks) >= 2:
-        return ticks
-    # Less than two decades: label the ends, which a reader needs to read values off.
-    return (
-        Tick(scale(scale.low), format_seconds(scale.low)),
-        Tick(scale(scale.high), format_seconds(scale.high)),
-    )
+        return _linear_ticks(scale, format_seconds, count=5)
+    # 1-2-5 steps inside the range read better than decades alone on a one-decade axis.
+    low, high = math.floor(math.log10(scale.low)), math.ceil(math.log10(scale.high))
+    for mantissas in ((1.0, 2.0, 5.0), (1.0,)):
+        values = [
+            m * 10.0**k
+            for k in range(low, high + 1)
+            for m in mantissas
+            if scale.low <= m * 10.0**k <= scale.high
+        ]
+        if len(values) <= 7:
+            break
+    if len(values) >= 2:
+        return tuple(Tick(scale(v), format_seconds(v)) for v in values)
+    # Less than two ticks inside: label the ends, which a reader needs to read values off.
+    return tuple(Tick(scale(v), format_seconds(v)) for v in (scale.low, scale.high))
 
 
-def _polyline(xs: Sequence[float], ys: Sequence[float]) -> str:
-    return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys, strict=True))
+def _polyline(xs: np.ndarray, ys: np.ndarray) -> str:
+    """SVG polyline points in whole pixels, dropping repeats: finer steps are invisible."""
+    px = np.rint(xs).astype(np.int64)
+    py = np.rint(ys).astype(np.int64)
+    keep = np.ones(px.size, dtype=bool)
+    keep[1:] = (px[1:] != px[:-1]) | (py[1:] != py[:-1])
+    return " ".join(f"{a},{b}" for a, b in zip(px[keep].tolist(), py[keep].tolist(), strict=True))
 
 
-def _ecdf_ranks(n: int) -> list[int]:
-    """Ranks to draw: about 60 through the body, every rank in the top 10% (the tail)."""
-    if n <= 150:
-        return list(range(n))
-    body_end = int(n * 0.9)
-    body = {round(i * (body_end - 1) / 59) for i in range(60)}
-    return sorted(body | set(range(body_end, n)))
+#: Percentile levels labelled on the ECDF's tail-stretched axis.
+_ECDF_LEVELS = (
+    (0.0, "0"),
+    (0.5, "p50"),
+    (0.9, "p90"),
+    (0.95, "p95"),
+    (0.99, "p99"),
+    (0.999, "p99.9"),
+)
+
+
+def _tail(share: float) -> float:
+    """The ECDF's vertical coordinate: -log10(1 - F), so p90, p99, p99.9 are equally spaced."""
+    return -math.log10(1.0 - share)
 
 
 def ecdf_chart(
     candidate: Sequence[float] | None,
     baseline: Sequence[float] | None,
     *,
-    width: float = 440,
-    height: float = 230,
+    width: float = 640,
+    height: float = 240,
 ) -> LineChart | None:
-    """ECDF of candidate and baseline samples (seconds), with the p95 and p99 levels marked."""
-    cand = sorted(_finite_positive(candidate))
-    base = sorted(_finite_positive(baseline))
-    if not cand:
+    """ECDF of candidate and baseline samples (seconds) on a tail-stretched vertical axis.
+
+    The vertical axis is ``-log10(1 - F)`` with ticks at p50, p90, p95, p99: on a linear axis
+    the tail that the gate judges would occupy the top few pixels. Plotting positions are
+    ``rank / (n + 1)``, so the largest sample stays finite.
+    """
+    cand = np.sort(_finite_positive(candidate))
+    base = np.sort(_finite_positive(baseline))
+    if not cand.size:
         return None
-    box = PlotBox(width, height, left=46, top=12, right=width - 14, bottom=height - 40)
-    x = _seconds_scale(cand + base, box.left, box.right)
-    y = _Scale(0.0, 1.0, box.bottom, box.top, log=False)
+    box = PlotBox(width, height, left=52, top=12, right=width - 24, bottom=height - 40)
+    x = _seconds_scale(np.concatenate([cand, base]), box.left, box.right)
+    top = max(2.0, math.log10(max(cand.size, base.size) + 1))
+    y = _Scale(0.0, top, box.bottom, box.top, log=False)
     series = []
     for values, cls, label in (
         (base, "s-baseline", "baseline"),
         (cand, "s-candidate", "candidate"),
     ):
-        if not values:
+        if not values.size:
             continue
-        ranks = _ecdf_ranks(len(values))
-        series.append(
-            Series(
-                _polyline([x(values[r]) for r in ranks], [y((r + 1) / len(values)) for r in ranks]),
-                cls,
-                f"{label} (n={len(values)})",
-            )
-        )
+        n = values.size
+        tail = -np.log10(1.0 - np.arange(1, n + 1) / (n + 1))
+        series.append(Series(_polyline(x.many(values), y.many(tail)), cls, f"{label} (n={n})"))
     guides = tuple(
-        Guide(box.left, y(level), box.right, y(level), name, box.left + 4, y(level) - 3, "g-level")
-        for level, name in ((0.95, "p95"), (0.99, "p99"))
+        Guide(box.left, y(_tail(q)), box.right, y(_tail(q)), "", box.left, y(_tail(q)), "g-level")
+        for q in (0.95, 0.99)
     )
     return LineChart(
         box=box,
         x_ticks=_seconds_ticks(x),
-        y_ticks=tuple(Tick(y(v), f"{v:.2g}") for v in (0.0, 0.5, 1.0)),
+        y_ticks=tuple(Tick(y(_tail(q)), name) for q, name in _ECDF_LEVELS if _tail(q) <= top),
         series=tuple(series),
         guides=guides,
         x_label="latency per call",
-        y_label="share of samples ≤ x",
+        y_label="share of samples ≤ x (percentile)",
     )
 
 
@@ -533,17 +577,17 @@ def timeline_chart(
     candidate: Sequence[float] | None,
     *,
     references: Mapping[str, float | None] | None = None,
-    width: float = 440,
-    height: float = 230,
+    width: float = 640,
+    height: float = 240,
 ) -> LineChart | None:
     """Samples (seconds) in sample order, with horizontal reference lines (e.g. baseline p95)."""
     cand = _finite_positive(candidate)
-    if not cand:
+    if not cand.size:
         return None
     refs = {k: float(v) for k, v in (references or {}).items() if v is not None and _positive(v)}
-    box = PlotBox(width, height, left=46, top=12, right=width - 14, bottom=height - 40)
-    x = _Scale(0.0, float(max(len(cand) - 1, 1)), box.left, box.right, log=False)
-    y = _seconds_scale(cand + list(refs.values()), box.bottom, box.top)
+    box = PlotBox(width, height, left=52, top=12, right=width - 24, bottom=height - 40)
+    x = _Scale(0.0, float(max(cand.size - 1, 1)), box.left, box.right, log=False)
+    y = _seconds_scale(np.concatenate([cand, list(refs.values())]), box.bottom, box.top)
     guides = tuple(
         Guide(box.left, y(v), box.right, y(v), name, box.right - 4, y(v) - 3, "g-ref")
         for name, v in refs.items()
@@ -555,9 +599,9 @@ def timeline_chart(
         y_ticks=ticks,
         series=(
             Series(
-                _polyline([x(i) for i in range(len(cand))], [y(v) for v in cand]),
+                _polyline(x.many(np.arange(cand.size, dtype=np.float64)), y.many(cand)),
                 "s-candidate",
-                f"candidate (n={len(cand)})",
+                f"candidate (n={cand.size})",
             ),
         ),
         guides=guides,

@@ -91,7 +91,7 @@ def _known(value: object, allowed: Sequence[str], default: str) -> str:
 def _sort_key(value: float | None) -> str:
     # Missing values sort after every number whichever way the column is sorted: the script
     # treats an empty key as "no value" and always places it last.
-    return "" if value is None else repr(value)
+    return "" if value is None else f"{value:.6g}"
 
 
 def _owners(test: Mapping[str, Any]) -> tuple[str, ...]:
@@ -153,10 +153,13 @@ class Banner:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """A table cell: main text, an optional second line, classes, hover text and sort key."""
+    """A table cell: main text, an optional second line, classes, hover text and sort key.
+
+    ``sort`` is ``None`` when the cell's text is its own sort key (the script reads the text).
+    """
 
     text: str
-    sort: str
+    sort: str | None
     cls: str = ""
     sub: str = ""
     sub_cls: str = ""
@@ -265,7 +268,12 @@ def _figures(observability: Mapping[str, Any]) -> tuple[Figure, ...]:
     for q in ("p95", "p99"):
         value = _num(adequacy.get(q))
         figures.append(
-            Figure(f"Sample adequacy {q}", format_percent(value), value, f"tests with enough samples for {q}")
+            Figure(
+                f"Sample adequacy {q}",
+                format_percent(value),
+                value,
+                f"tests with enough samples for {q}",
+            )
         )
     coverage = _map(observability.get("slice_coverage"))
     for key, label, hint in (
@@ -315,7 +323,11 @@ def _common_mode(run: Mapping[str, Any]) -> tuple[Fact, ...]:
         Fact("Tests", str(cm.get("n_tests", "n/a")), "num"),
         Fact(
             "Normalised",
-            "yes (ratios divided by the factor)" if applied is True else "no" if applied is False else "n/a",
+            "yes (ratios divided by the factor)"
+            if applied is True
+            else "no"
+            if applied is False
+            else "n/a",
         ),
     )
 
@@ -344,7 +356,8 @@ def _banner(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> 
     baseline_label = _text(run.get("baseline_label"))
     baseline_id = run.get("baseline_run_id")
     baseline = (
-        f"{baseline_label} (run {baseline_id})" if baseline_label and baseline_id is not None
+        f"{baseline_label} (run {baseline_id})"
+        if baseline_label and baseline_id is not None
         else baseline_label or "no baseline"
     )
     target_name = _text(target.get("name")) or "no target"
@@ -396,13 +409,14 @@ def _ratio_cell(change: Mapping[str, Any], q: str, has_baseline: bool) -> Cell:
     verdict = _known(comp.get("verdict"), _VERDICTS, "")
     if not comp:
         return Cell("n/a" if has_baseline else "no baseline", "", "num muted")
+    p_value, p_adjusted = _num(comp.get("p_value")), _num(comp.get("p_adjusted"))
+    delta, mde = _num(comp.get("delta")), _num(comp.get("mde"))
     title_parts = [
         f"{q} {verdict or 'no verdict'}",
-        f"p = {comp['p_value']:.3g}" if _num(comp.get("p_value")) is not None else "",
-        f"p (BH) = {comp['p_adjusted']:.3g}" if _num(comp.get("p_adjusted")) is not None else "",
-        f"margin δ = {format_percent(_num(comp.get('delta')))}" if _num(comp.get("delta")) is not None else "",
-        f"detectable effect = {format_percent(_num(comp.get('mde')))}" if _num(comp.get("mde")) is not None else "",
-        _text(comp.get("reason")) or "",
+        f"p {p_value:.2g}" if p_value is not None else "",
+        f"p (BH) {p_adjusted:.2g}" if p_adjusted is not None else "",
+        f"margin {format_percent(delta)}" if delta is not None else "",
+        f"detectable {format_percent(mde)}" if mde is not None else "",
     ]
     return Cell(
         format_ratio(ratio),
@@ -410,16 +424,17 @@ def _ratio_cell(change: Mapping[str, Any], q: str, has_baseline: bool) -> Cell:
         f"num v-{verdict.replace(' ', '-')}" if verdict else "num",
         sub=format_interval(_num(comp.get("ci_low")), _num(comp.get("ci_high"))),
         sub_cls="muted",
-        title="\n".join(p for p in title_parts if p),
+        title=" · ".join(p for p in title_parts if p),
     )
 
 
 def _verdict_cell(change: Mapping[str, Any]) -> Cell:
     v95 = _known(_map(change.get("p95")).get("verdict"), _VERDICTS, "")
     v99 = _known(_map(change.get("p99")).get("verdict"), _VERDICTS, "")
-    improved = _map(change.get("p95")).get("improvement") is True or _map(change.get("p99")).get(
-        "improvement"
-    ) is True
+    improved = (
+        _map(change.get("p95")).get("improvement") is True
+        or _map(change.get("p99")).get("improvement") is True
+    )
     if not v95 and not v99:
         return Cell("n/a", "", "muted")
     # Sort by the worse of the two verdicts: regression first, then suspect, ...
@@ -427,7 +442,7 @@ def _verdict_cell(change: Mapping[str, Any]) -> Cell:
     return Cell(
         f"p95 {v95 or 'n/a'}" + (" · improved" if improved else ""),
         str(min(rank[v95], rank[v99])),
-        f"v-{v95.replace(' ', '-')}" if v95 else "muted",
+        f"verdict v-{v95.replace(' ', '-')}" if v95 else "verdict muted",
         sub=f"p99 {v99 or 'n/a'}",
         sub_cls=f"v-{v99.replace(' ', '-')}" if v99 else "muted",
     )
@@ -444,7 +459,7 @@ def _bound_cell(point: Mapping[str, Any]) -> Cell:
         sub = f"was {before}" if changed or before != bound else "unchanged"
     return Cell(
         bound,
-        bound,
+        None,
         f"b-{bound}",
         sub=sub,
         sub_cls="changed" if changed else "muted",
@@ -485,7 +500,7 @@ def _row(index: int, test: Mapping[str, Any], memo_id: str | None) -> Row:
         Cell(format_percent(efficiency), _sort_key(efficiency), "num"),
         _sla_cell(_map(test.get("sla"))),
         Cell(decision, str(DECISION_ORDER.index(decision)), f"d-{decision}"),
-        Cell(owner, owner.lower(), "" if owners else "muted"),
+        Cell(owner, None, "owner" if owners else "owner muted"),
     )
     return Row(
         index=index,
@@ -525,7 +540,9 @@ def _symptom(test: Mapping[str, Any]) -> tuple[Fact, ...]:
     slice_name = _text(test.get("slice")) or "none"
     group = _text(test.get("slice_group"))
     source = _text(test.get("source"))
-    slice_text = slice_name + (f" in group {group}" if group else "") + (f" ({source})" if source else "")
+    slice_text = (
+        slice_name + (f" in group {group}" if group else "") + (f" ({source})" if source else "")
+    )
     samples = test.get("samples")
     batch = test.get("batch_size")
     sample_text = f"{samples} candidate" + (
@@ -548,8 +565,16 @@ def _mechanism(test: Mapping[str, Any]) -> tuple[Fact, ...]:
     bound = _known(point.get("bound"), _BOUNDS, "unknown")
     before = _text(point.get("baseline_bound"))
     facts = [
-        Fact("Bound class", f"{before} → {bound}" if before and before != bound else bound, f"b-{bound}"),
-        Fact("Efficiency", f"{format_percent(_num(point.get('efficiency')))} of the attainable roof", "num"),
+        Fact(
+            "Bound class",
+            f"{before} → {bound}" if before and before != bound else bound,
+            f"b-{bound}",
+        ),
+        Fact(
+            "Efficiency",
+            f"{format_percent(_num(point.get('efficiency')))} of the attainable roof",
+            "num",
+        ),
         Fact(
             "Achieved",
             f"{si(_num(point.get('achieved_flops_per_s')), 'FLOP/s')} · "
@@ -569,34 +594,51 @@ def _mechanism(test: Mapping[str, Any]) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
-def _counters(test: Mapping[str, Any]) -> tuple[tuple[CounterRow, ...], tuple[str, ...], str | None]:
+def _counter_value(name: str, value: float) -> str:
+    # Counter names carry their unit (DESIGN 4): "..._s" seconds, "..._bytes" bytes.
+    if name.endswith("_s"):
+        return format_seconds(value)
+    if name.endswith("_bytes"):
+        return si(value, "B")
+    return f"{value:.4g}" if abs(value) < 1e6 else si(value, "")
+
+
+def _counters(
+    test: Mapping[str, Any],
+) -> tuple[tuple[CounterRow, ...], tuple[str, ...], str | None]:
+    """Collected counters with values, then one line per status that left counters out."""
     counters = test.get("counters")
     if not isinstance(counters, Mapping):
         return (), (), None
     values = _map(counters.get("values"))
     rows = []
+    missing: dict[str, list[str]] = {}
     for name, status in sorted(_map(counters.get("status")).items()):
         value = _num(values.get(name))
-        shown = "" if value is None else f"{value:.4g}"
-        rows.append(CounterRow(str(name), str(status), shown))
+        if status == "ok" and value is not None:
+            rows.append(CounterRow(str(name), "ok", _counter_value(str(name), value)))
+        else:
+            missing.setdefault(str(status), []).append(str(name))
+    notes = tuple(f"{status}: {', '.join(names)}" for status, names in sorted(missing.items()))
     completeness = format_percent(_num(counters.get("completeness")))
     share = _num(counters.get("cpu_share"))
-    summary = f"completeness {completeness}" + (f", CPU share {format_percent(share)}" if share is not None else "")
-    return tuple(rows), _texts(counters.get("notes")), summary
+    summary = f"completeness {completeness}" + (
+        f", CPU share {format_percent(share)}" if share is not None else ""
+    )
+    return tuple(rows), notes + _texts(counters.get("notes")), summary
 
 
 def _movement(test: Mapping[str, Any]) -> tuple[str, ...]:
+    """Where each quantile goes if the change is undone and the baseline's speed returns."""
     base = _map(test.get("baseline"))
     moves = []
     for q in ("p50", "p95", "p99"):
         cand_s, base_s = _num(test.get(f"{q}_s")), _num(base.get(f"{q}_s"))
         if cand_s is None or base_s is None or cand_s <= 0:
             continue
-        moves.append(
-            f"{q}: {format_seconds(cand_s)} → about {format_seconds(base_s)} "
-            f"({(base_s / cand_s - 1):+.0%}) if the baseline's speed returns"
-        )
-    return tuple(moves) or ("no baseline: the movement to expect is unknown",)
+        change = base_s / cand_s - 1
+        moves.append(f"{q} {format_seconds(cand_s)} → ≈ {format_seconds(base_s)} ({change:+.0%})")
+    return tuple(moves)
 
 
 def _replay(test: Mapping[str, Any]) -> str:
@@ -660,7 +702,13 @@ def _evidence(test: Mapping[str, Any]) -> tuple[Fact, ...]:
                 f"Quality {name}",
                 f"{quality.get('baseline', 'n/a')} → {quality.get('value', 'n/a')}"
                 f" (tolerance {quality.get('tolerance', 'none')}): "
-                + ("within tolerance" if ok is True else "beyond tolerance" if ok is False else "unassessed"),
+                + (
+                    "within tolerance"
+                    if ok is True
+                    else "beyond tolerance"
+                    if ok is False
+                    else "unassessed"
+                ),
                 "sla-breach" if ok is False else "",
             )
         )
@@ -801,7 +849,9 @@ def _matrix(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> 
 # --------------------------------------------------------------------------- method and versions
 def _method() -> tuple[Fact, ...]:
     return (
-        Fact("p95 sample floor", f"{n_floor(0.95)} samples (below it p95 is 'insufficient')", "num"),
+        Fact(
+            "p95 sample floor", f"{n_floor(0.95)} samples (below it p95 is 'insufficient')", "num"
+        ),
         Fact("p99 sample floor", f"{n_floor(0.99)} samples", "num"),
         Fact("Absolute floor", f"{format_seconds(ABS_FLOOR_S)} per call", "num"),
         Fact("Ridge band", f"±{DEFAULT_RIDGE_MARGIN:.0%} around the ridge is 'ambiguous'", "num"),
@@ -818,7 +868,10 @@ def _ordered(tests: Sequence[Mapping[str, Any]]) -> list[int]:
     """Row order: rollback, escalate, ship, undecided; by node id within each."""
     return sorted(
         range(len(tests)),
-        key=lambda i: (DECISION_ORDER.index(_decision(tests[i].get("decision"))), str(tests[i].get("nodeid", ""))),
+        key=lambda i: (
+            DECISION_ORDER.index(_decision(tests[i].get("decision"))),
+            str(tests[i].get("nodeid", "")),
+        ),
     )
 
 
@@ -827,7 +880,9 @@ def build_view(document: Mapping[str, Any]) -> ReportView:
     tests = [t for t in _list(document.get("tests")) if isinstance(t, Mapping)]
     order = _ordered(tests)
     memo_ids = {
-        i: f"memo-{i}" for i in order if _decision(tests[i].get("decision")) in ("rollback", "escalate")
+        i: f"memo-{i}"
+        for i in order
+        if _decision(tests[i].get("decision")) in ("rollback", "escalate")
     }
     banner = _banner(document, tests)
     run = _map(document.get("run"))

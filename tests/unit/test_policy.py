@@ -1,0 +1,135 @@
+"""The decision policy as a table: evidence in, decision and reasons out."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pytest_roofline.gate import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
+from pytest_roofline.policy import decide_run, decide_test
+from pytest_roofline.results import QuantileSummary
+from pytest_roofline.stats import BoundChange, CommonMode, ConfidenceInterval, Drift, QuantileComparison
+
+SUMMARY = QuantileSummary(500, 1e-3, 1.2e-3, 1.3e-3, 1.05e-3, 0.9e-3, 1.5e-3)
+
+
+def comparison(verdict: str = "ok", ratio: float = 1.0, low: float = 0.95, high: float = 1.04, **kw: Any) -> QuantileComparison:
+    fields: dict[str, Any] = dict(
+        quantile=0.95, ratio=ratio, ci=ConfidenceInterval(low, high), p_value=0.5, p_adjusted=0.5,
+        verdict=verdict, improvement=False, delta=0.37, mde=0.1, base_s=1e-3, cand_s=ratio * 1e-3,
+        abs_change_s=(ratio - 1) * 1e-3, n_base=500, n_cand=500, n_eff_base=400.0, n_eff_cand=400.0,
+        se_log=0.02, alpha=0.05, abs_floor_s=1e-7, common_mode=1.0, reason="why",
+    )  # fmt: skip
+    fields.update(kw)
+    return QuantileComparison(**fields)
+
+
+def evidence(**overrides: Any) -> TestEvidence:
+    fields: dict[str, Any] = dict(
+        nodeid="t.py::k", owners=("kernels-team",), rollback="revert PR 7", summary=SUMMARY,
+        baseline_summary=SUMMARY, comparisons={"p95": comparison(), "p99": comparison(quantile=0.99)},
+        mde={"p95": 0.1}, margins={"p95": 0.37, "p99": 0.6}, replay=None, sla=(), point=None,
+        baseline_point=None, bound_change=None, efficiency_ratio=None, drift=None, quality=(),
+        missing_quality=(), precision_change=None, counter_completeness=0.7, cpu_share=0.98,
+        needs_counters=False, batched=False, layers_changed=(), hardware_differs=None, family_size=10,
+    )  # fmt: skip
+    fields.update(overrides)
+    return TestEvidence(**fields)
+
+
+REGRESSION = comparison("regression", 1.8, 1.7, 1.9)
+REPRODUCED = ReplayOutcome(True, 1, True, {"p95": (1.8,)})
+NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "decision", "reason"),
+    [
+        ({}, "ship", "p95"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED}, "rollback", "p95 regressed x1.800 [1.700, 1.900]"),
+        ({"comparisons": {"p95": REGRESSION}}, "rollback", "p95 regressed"),  # replay off
+        ({"comparisons": {"p95": REGRESSION}, "replay": NOT_REPRODUCED}, "escalate", "did not reproduce on replay"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(False, 0, None)}, "escalate", "not yet confirmed"),
+        ({"comparisons": {"p95": comparison("suspect", 1.5, 0.98, 2.0)}}, "escalate", "above the margin +37% but not established"),
+        ({"comparisons": {"p99": comparison("not detected", 1.05, 0.9, 1.4, mde=0.4)}}, "ship", "smallest detectable change here is +40%"),
+        ({"comparisons": {"p95": comparison("ok", 0.7, 0.65, 0.75, improvement=True)}}, "ship", "p95 improved x0.700"),
+        ({"comparisons": {"p99": comparison("insufficient", math.nan, math.nan, math.nan, reason="n=120 < 299")}}, "ship", "not compared: n=120 < 299"),
+        ({"sla": (SlaOutcome("p99", "breach", 4e-3, 5e-3, "p99 5 ms against SLA 4 ms: breach"),)}, "rollback", "SLA breach: p99 5 ms"),
+        ({"sla": (SlaOutcome("p99", "possible breach", 4e-3, 4.1e-3, "p99 4.1 ms"),)}, "escalate", "possible SLA breach"),
+        ({"sla": (SlaOutcome("p99", "unassessable", 4e-3, 3e-3, "p99 n=100"),)}, "escalate", "SLA cannot be assessed"),
+        ({"sla": (SlaOutcome("p95", "met", 4e-3, 1e-3, "p95 met"),)}, "ship", "p95"),
+        ({"quality": (QualityOutcome("err", 0.1, 0.001, False, 0.01, False),)}, "rollback", "quality err worsened 0.001 -> 0.1 (tolerance 0.01)"),
+        ({"quality": (QualityOutcome("acc", 0.9, 0.9, True, None, True),)}, "ship", "p95"),
+        ({"missing_quality": ("acc",)}, "escalate", "quality acc was recorded in the baseline but not in this run"),
+        ({"drift": Drift(0.5, 1e-9, 0.25, True)}, "escalate", "latency drifts within the run"),
+        ({"drift": Drift(0.1, 0.3, 0.01, False)}, "ship", "p95"),
+        ({"needs_counters": True, "counter_completeness": 0.2}, "escalate", "counter completeness 20% on a test whose SLA needs counters"),
+        ({"needs_counters": True, "counter_completeness": 0.9}, "ship", "p95"),
+        ({"precision_change": ("fp32", "bf16")}, "escalate", "precision changed fp32 -> bf16 without quality evidence"),
+        ({"precision_change": ("fp32", "bf16"), "quality": (QualityOutcome("err", 1e-3, 1e-3, False, 1e-2, True),)}, "ship", "p95"),
+        ({"hardware_differs": "target 'a100' in the baseline, 'h100' now"}, "escalate", "baseline measured on other hardware"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "layers_changed": ("data", "runtime")}, "escalate", "2 layers changed since the baseline (data, runtime)"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "layers_changed": ("runtime",)}, "rollback", "p95 regressed"),
+        ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.5}, "rollback", "bound class changed memory -> compute with an efficiency collapse (x0.50)"),
+        ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.95}, "ship", "bound class changed"),
+        ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
+    ],
+)  # fmt: skip
+def test_evidence_maps_to_a_decision_with_a_reason(overrides: dict[str, Any], decision: str, reason: str) -> None:
+    result = decide_test(evidence(**overrides))
+    assert result.decision == decision
+    assert any(reason in r for r in result.reasons), result.reasons
+
+
+def test_a_non_ship_decision_names_its_owner_boundary_symptom_and_layer() -> None:
+    result = decide_test(evidence(comparisons={"p95": REGRESSION}, replay=REPRODUCED, layers_changed=("model",)))
+    assert result.owners == ("kernels-team",)
+    assert result.rollback_boundary == "revert PR 7"
+    assert result.symptom is not None and result.symptom.startswith("p95 regressed")
+    assert result.first_failing_layer == "model"
+    assert result.competing_hypotheses
+
+
+def test_a_non_ship_decision_without_an_owner_says_so() -> None:
+    result = decide_test(evidence(owners=(), sla=(SlaOutcome("p95", "breach", 1e-3, 2e-3, "p95 breach"),)))
+    assert result.decision == "rollback"
+    assert any("no owner is defined" in r for r in result.reasons)
+
+
+def test_a_ship_decision_has_no_symptom_or_layer() -> None:
+    result = decide_test(evidence(layers_changed=("model",)))
+    assert (result.decision, result.symptom, result.first_failing_layer) == ("ship", None, None)
+
+
+@pytest.mark.parametrize(
+    ("decisions", "common", "expected", "reason"),
+    [
+        ({"a": "ship", "b": "ship"}, None, "ship", "no regression seen"),
+        ({"a": "rollback", "b": "escalate"}, None, "rollback", "1 test(s) rolled back: a"),
+        ({"a": "ship", "b": "escalate"}, None, "escalate", "1 test(s) escalated: b"),
+        ({"a": "ship"}, CommonMode(1.5, math.log(1.5), 8, 0.02), "escalate", "the whole run moved together by x1.500"),
+        ({"a": "ship"}, CommonMode(1.1, math.log(1.1), 8, 0.02), "ship", "no regression seen"),
+        ({"a": "rollback"}, CommonMode(1.5, math.log(1.5), 8, 0.02), "rollback", "moved together"),
+    ],
+)
+def test_the_run_decision_follows_its_tests_and_the_common_mode(
+    decisions: dict[str, Any], common: CommonMode | None, expected: str, reason: str
+) -> None:
+    result = decide_run(decisions, common_mode=common, common_mode_threshold=0.35)
+    assert result.decision == expected
+    assert any(reason in r for r in result.reasons), result.reasons
+
+
+def test_run_level_reasons_escalate_an_otherwise_shipping_run() -> None:
+    result = decide_run({"a": "ship"}, common_mode=None, common_mode_threshold=0.35, run_reasons=("BH flagged a",))
+    assert result.decision == "escalate"
+
+
+def test_replace_keeps_evidence_frozen() -> None:
+    e = evidence()
+    with pytest.raises(AttributeError):
+        e.nodeid = "x"  # type: ignore[misc]
+    assert replace(e, nodeid="y").nodeid == "y"
