@@ -142,9 +142,12 @@ def outcome_for(
     *,
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
+    common_mode: float = 1.0,
 ) -> TestOutcome:
-    """Evaluate and decide one test."""
-    evidence = evaluate(result, entry, context, target=target, replays=replays)
+    """Evaluate and decide one test (``common_mode``: the run-wide shift to divide out)."""
+    evidence = evaluate(
+        result, entry, context, target=target, replays=replays, common_mode=common_mode
+    )
     decision = decide_test(evidence)
     command = replay_command(result.nodeid, context.baseline_label, target.name if target else None)
     document = evidence_document(
@@ -267,10 +270,17 @@ def build_run_view(
     for doc in documents.values():
         if doc.get("change"):
             doc["change"] = {name: dict(change) for name, change in doc["change"].items()}
+    baseline_results = baseline.latest.results if baseline is not None else {}
+    # Raw p50 ratios (the per-test comparisons may already have the running shift divided out).
     log_ratios = [
-        math.log(doc["change"]["p95"]["ratio"])
-        for doc in documents.values()
-        if (doc.get("change") or {}).get("p95", {}).get("ratio")
+        math.log(
+            float(np.median(result.measurement.samples_s))
+            / float(np.median(baseline_results[nodeid].samples_s))
+        )
+        for nodeid, result in results.items()
+        if nodeid in baseline_results
+        and result.measurement.samples_s.size
+        and baseline_results[nodeid].samples_s.size
     ]
     common = stats.common_mode(log_ratios) if len(log_ratios) >= MIN_TESTS_FOR_COMMON_MODE else None
     run_reasons = _bh(documents, gate.alpha)
@@ -287,7 +297,6 @@ def build_run_view(
         run_reasons=run_reasons,
     )
     baseline_run = baseline.latest if baseline is not None else None
-    baseline_results = baseline_run.results if baseline_run is not None else {}
     diff = tag_diff(baseline_run.record.tags, tags) if baseline_run else {}
     changed_layers = layers_changed(baseline_run.record.tags, tags, layers) if baseline_run else ()
     tests = [

@@ -367,8 +367,9 @@ def pytest_benchmark_run(
 ) -> tuple[RunRecord, list[StoredResult]]:
     """Convert a pytest-benchmark JSON document into a run the store and the plugin can read.
 
-    Every benchmark needs its raw timings (``stats.data``), which pytest-benchmark writes only
-    with ``--benchmark-save-data``; each becomes a stored result whose samples are its per-call
+    Every benchmark needs its raw timings (``stats.data``): pytest-benchmark writes them to
+    ``--benchmark-json`` files always, and to ``--benchmark-save``/``--benchmark-autosave``
+    files only with ``--benchmark-save-data``. Each benchmark becomes a stored result whose samples are its per-call
     round times and whose batch size is its iteration count.
 
     :raises CliError: a benchmark without raw data (the message says to re-run with
@@ -388,8 +389,9 @@ def pytest_benchmark_run(
         )
         raise CliError(
             f"{source}: no raw timings for {shown}; pytest-roofline needs every round's time. "
-            "Re-run pytest-benchmark with --benchmark-save-data (and --benchmark-json=FILE or "
-            "--benchmark-autosave), then import that file."
+            "Re-run pytest-benchmark with --benchmark-save-data (files saved with "
+            "--benchmark-save/--benchmark-autosave carry the timings only then; "
+            "--benchmark-json files always do), then import that file."
         )
     results = [_benchmark_result(b, f"{source}: benchmarks[{i}]") for i, b in enumerate(benchmarks)]
     seen: set[str] = set()

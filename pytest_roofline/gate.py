@@ -193,6 +193,7 @@ class TestEvidence:
     layers_changed: tuple[str, ...]
     hardware_differs: str | None
     family_size: int
+    common_mode: float = 1.0
 
 
 def margins(entry: BaselineEntry, context: GateContext) -> dict[str, float]:
@@ -250,12 +251,19 @@ def _bonferroni(
 
 
 def should_replay(
-    samples_s: np.ndarray, entry: BaselineEntry, context: GateContext, nodeid: str
+    samples_s: np.ndarray,
+    entry: BaselineEntry,
+    context: GateContext,
+    nodeid: str,
+    *,
+    common_mode: float = 1.0,
 ) -> bool:
     """First look: does this measurement show a regression that a replay must confirm?"""
     if context.replay < 1 or entry.samples_s.size == 0 or samples_s.size == 0:
         return False
-    found = _compare(entry.samples_s, samples_s, margins(entry, context), context, nodeid, salt=0)
+    found = _compare(
+        entry.samples_s, samples_s / common_mode, margins(entry, context), context, nodeid, salt=0
+    )
     return any(c.verdict == "regression" for c in found.values())
 
 
@@ -417,6 +425,7 @@ def evaluate(
     *,
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
+    common_mode: float = 1.0,
 ) -> TestEvidence:
     """Gather all evidence about one test (see the module docstring for the multiplicity rule)."""
     measurement = result.measurement
@@ -438,10 +447,17 @@ def evaluate(
     if entry is not None and entry.samples_s.size:
         baseline_summary = summarize(entry.samples_s)
         deltas = margins(entry, context)
-        comparisons = _compare(entry.samples_s, samples, deltas, context, result.nodeid, salt=0)
+        # The run-wide shift seen so far is divided out of the candidate before comparing, so a
+        # machine that is slower for the whole run does not roll back every test (DESIGN 6);
+        # the shift itself is reported and judged at run level.
+        comparisons = _compare(
+            entry.samples_s, samples / common_mode, deltas, context, result.nodeid, salt=0
+        )
         if replays:
             replayed = [
-                _compare(entry.samples_s, r, deltas, context, result.nodeid, salt=i + 1)
+                _compare(
+                    entry.samples_s, r / common_mode, deltas, context, result.nodeid, salt=i + 1
+                )
                 for i, r in enumerate(replays)
             ]
             regressed = [name for name, c in comparisons.items() if c.verdict == "regression"]
@@ -495,7 +511,9 @@ def evaluate(
         baseline_point=baseline_point,
         bound_change=bound,
         efficiency_ratio=efficiency_ratio,
-        drift=stats.drift(samples, min_change=_drift_threshold(deltas)) if samples.size >= 20 else None,
+        drift=stats.drift(samples, min_change=_drift_threshold(deltas))
+        if samples.size >= 20
+        else None,
         quality=quality,
         missing_quality=missing_quality,
         precision_change=precision_change,
@@ -506,4 +524,5 @@ def evaluate(
         layers_changed=context.layers_changed if entry is not None else (),
         hardware_differs=context.hardware_differs if entry is not None else None,
         family_size=context.family_size,
+        common_mode=common_mode,
     )

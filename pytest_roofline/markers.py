@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pytest_roofline.durations import parse_duration
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.ownership import parse_owners
-from pytest_roofline.roofline import PRECISIONS
+from pytest_roofline.roofline import normalize_precision
 from pytest_roofline.sla import SlaSpec, parse_sla
 from pytest_roofline.workload import WorkloadSlice, parse_slices
 
@@ -61,10 +61,8 @@ def roofline(
         parsed_slices = parse_slices(slices, where=f"{where}(slices=...)")
     if rollback is not None and (not isinstance(rollback, str) or not rollback.strip()):
         raise ConfigError(f"{where}(rollback=...): expected a non-empty string, got {rollback!r}")
-    if precision is not None and precision not in PRECISIONS:
-        raise ConfigError(
-            f"{where}(precision=...): expected one of {list(PRECISIONS)}, got {precision!r}"
-        )
+    if precision is not None:
+        precision = normalize_precision(precision, where=f"{where}(precision=...)")
     return MarkerSettings(
         slices=parsed_slices,
         owners=parse_owners(owner, where=f"{where}(owner=...)") if owner is not None else (),

@@ -119,6 +119,8 @@ def _mechanism(e: TestEvidence) -> tuple[str | None, tuple[str, ...]]:
         competing.append(
             f"machine speed drifting within the run ({e.drift.window_change:+.1%} first to last window)"
         )
+    if e.common_mode != 1.0:
+        parts.append(f"compared after dividing out the run's shift so far (x{e.common_mode:.3f})")
     if e.layers_changed:
         competing.append(f"changed layers: {', '.join(e.layers_changed)}")
     if e.batched:

@@ -8,10 +8,11 @@ the store and writes the files in ``pytest_sessionfinish``, and renders the term
 
 from __future__ import annotations
 
+import math
 import time
-from functools import partial
 import warnings
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ from pytest_roofline.markers import MarkerSettings, bind_marker
 from pytest_roofline.measure.counters import CounterSession, default_backends
 from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
 from pytest_roofline.probe import RooflineProbe
-from pytest_roofline.report.json_report import run_document, write_json
+from pytest_roofline.report.html import write_html
+from pytest_roofline.report.json_report import run_document, write_atomic, write_document
+from pytest_roofline.report.markdown import render_markdown
 from pytest_roofline.report.model import RunView
 from pytest_roofline.report.terminal import memo_text, render_terminal
 from pytest_roofline.results import TestResult
@@ -44,6 +47,12 @@ PROBE_KEY = pytest.StashKey[RooflineProbe]()
 # so xdist) serialises extra report attributes, so one transport serves both.
 REPORT_ATTRIBUTE = "roofline"
 _WORKLOAD = "workload"
+# The median of fewer earlier tests is too close to any one of them to stand for "the run".
+MIN_TESTS_FOR_RUNNING_COMMON_MODE = 3
+
+
+def _text(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
 
 
 def _marker_settings(node: pytest.Item | pytest.Function) -> MarkerSettings | None:
@@ -68,6 +77,8 @@ class RooflineSession:
         self.machine = machine_fingerprint()
         self.context = GateContext()
         self._entries: dict[str, BaselineEntry] = {}
+        # p50 log ratios of the tests compared so far in this process: the running common mode.
+        self._p50_log_ratios: list[float] = []
         self.view: RunView | None = None
         self.started = time.time()
         self._target: HardwareTarget | None = None
@@ -172,7 +183,25 @@ class RooflineSession:
 
     def _replays_for(self, samples: np.ndarray, *, entry: BaselineEntry, nodeid: str) -> int:
         """How many replays a first measurement needs: ``gate.replay`` if it looks like a regression."""
-        return self.context.replay if should_replay(samples, entry, self.context, nodeid) else 0
+        regressed = should_replay(
+            samples, entry, self.context, nodeid, common_mode=self.running_common_mode
+        )
+        return self.context.replay if regressed else 0
+
+    @property
+    def running_common_mode(self) -> float:
+        """The run-wide shift of the tests compared so far (1.0 until there are enough of them)."""
+        if len(self._p50_log_ratios) < MIN_TESTS_FOR_RUNNING_COMMON_MODE:
+            return 1.0
+        return stats.common_mode(self._p50_log_ratios).factor
+
+    def _record_shift(self, result: TestResult, entry: BaselineEntry | None) -> None:
+        if entry is None or entry.samples_s.size == 0 or result.measurement.samples_s.size == 0:
+            return
+        base = float(np.median(entry.samples_s))
+        cand = float(np.median(result.measurement.samples_s))
+        if base > 0 and cand > 0:
+            self._p50_log_ratios.append(math.log(cand / base))
 
     def make_probe(self, item: pytest.Item) -> RooflineProbe:
         """The ``roofline`` fixture's object for ``item``."""
@@ -281,18 +310,23 @@ class RooflineSession:
             precision=test.precision,
             measurement=measurement,
         )
+        entry = self._entries.get(item.nodeid)
         outcome = outcome_for(
             result,
-            self._entries.get(item.nodeid),
+            entry,
             self.context,
             target=self.target,
             replays=probe.replays,
+            common_mode=self.running_common_mode,
         )
+        self._record_shift(result, entry)
         document = dict(outcome.document)
         setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "outcome": document})
         if self._gated(outcome.decision.decision):
             report.outcome = "failed"
-            report.longrepr = f"pytest-roofline {outcome.decision.decision.upper()}: {outcome.decision.symptom}"
+            report.longrepr = (
+                f"pytest-roofline {outcome.decision.decision.upper()}: {outcome.decision.symptom}"
+            )
             report.sections.append(("roofline", memo_text(item.nodeid, document)))
         return report
 
@@ -348,13 +382,26 @@ class RooflineSession:
         if view is None:
             return
         settings = self.settings
+        document = run_document(view)
         if settings.save_label is not None:
-            self._save(view)
-        if settings.json_path is not None:
-            self._write("JSON", settings.json_path, lambda path: write_json(path, view))
+            self._save(view, document)
+        writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
+            ("JSON", settings.json_path, lambda path: write_document(path, document)),
+            ("HTML report", settings.report_path, lambda path: write_html(path, document)),
+            (
+                "Markdown summary",
+                settings.markdown_path,
+                lambda path: write_atomic(
+                    path, render_markdown(document, report_path=_text(settings.report_path))
+                ),
+            ),
+        ]
+        for kind, path, writer in writers:
+            if path is not None:
+                self._write(kind, path, writer)
         self.config.hook.pytest_roofline_run_finished(config=self.config, view=view)
 
-    def _save(self, view: RunView) -> None:
+    def _save(self, view: RunView, document: Mapping[str, Any]) -> None:
         if self.store is None:
             return
         if not self.results:
@@ -367,11 +414,8 @@ class RooflineSession:
             tags=view.tags,
             target=view.target or {},
             machine=view.machine,
-            summary={
-                "tests": len(view.tests),
-                "decision": view.decision,
-                "document": run_document(view),
-            },
+            # The document lets `pytest-roofline report RUN` re-render exactly what this run showed.
+            summary={"tests": len(view.tests), "decision": view.decision, "document": document},
         )
         stored = [
             StoredResult(
@@ -386,7 +430,7 @@ class RooflineSession:
             return
         self._files.append(f"roofline: saved run {run_id} as {view.label!r} in {self.store.path}")
 
-    def _write(self, kind: str, path: Path, writer: Any) -> None:
+    def _write(self, kind: str, path: Path, writer: Callable[[Path], None]) -> None:
         try:
             writer(path)
         except OSError as exc:

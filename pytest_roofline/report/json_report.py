@@ -7,6 +7,7 @@ import math
 import os
 import platform
 import tempfile
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from pytest_roofline.gate import TestEvidence
     from pytest_roofline.policy import TestDecision
 
-__all__ = ["evidence_document", "run_document", "write_atomic", "write_json"]
+__all__ = ["evidence_document", "run_document", "write_atomic", "write_document", "write_json"]
 
 
 def _iso(timestamp: float) -> str:
@@ -92,6 +93,7 @@ def evidence_document(
         "precision_change": list(evidence.precision_change) if evidence.precision_change else None,
         "replay": evidence.replay.to_dict() if evidence.replay else None,
         "drift": evidence.drift.to_dict() if evidence.drift else None,
+        "common_mode_applied": evidence.common_mode,
         "layers_changed": list(evidence.layers_changed),
         "hardware_differs": evidence.hardware_differs,
         "series": {"candidate": _series(candidate_samples), "baseline": _series(baseline_samples)},
@@ -209,5 +211,10 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def write_document(path: Path, document: Mapping[str, Any]) -> None:
+    """Write a run document as JSON, atomically."""
+    write_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
 def write_json(path: Path, view: RunView) -> None:
-    write_atomic(path, json.dumps(run_document(view), indent=2, allow_nan=False) + "\n")
+    write_document(path, run_document(view))

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_roofline.report.charts import format_interval, format_ratio
 from pytest_roofline.report.html import DECISION_ORDER
 
-__all__ = ["escape", "render_markdown"]
+__all__ = ["code", "escape", "render_markdown"]
 
 #: Characters with a meaning anywhere in a line of GitHub-flavoured Markdown or in a table cell.
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]|~")
@@ -47,6 +47,18 @@ def escape(text: object, *, line_start: bool = False) -> str:
         escaped = escaped[:digits] + "\\" + escaped[digits:]
     # "://" and "www." would become links in GitHub's renderer.
     return escaped.replace("://", ":\\/\\/").replace("www.", "www\\.")
+
+
+def code(text: object) -> str:
+    """``text`` as an inline code span: shown literally (and copyable), never interpreted."""
+    flat = " ".join(str(text).split()).replace("|", "\\|")
+    longest = run = 0
+    for char in flat:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def _map(value: object) -> Mapping[str, Any]:
@@ -192,7 +204,7 @@ def render_markdown(
     lines.append("")
     if report_path:
         lines.append(
-            f"Full signoff report (roofline chart, review memos, platform matrix): {escape(report_path)}"
+            f"Full signoff report (roofline chart, review memos, platform matrix): {code(report_path)}"
         )
     else:
         lines.append("Write the full signoff report with `--roofline-report=PATH`.")
