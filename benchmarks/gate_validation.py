@@ -108,9 +108,12 @@ def test_sort(roofline):
     roofline(injected("sort", np.sort, x))
 '''
 
-BENCH_SUITE = SUITE.replace("@pytest.mark.roofline(owner=\"validation\")\n", "").replace(
-    "(roofline)", "(benchmark)"
-).replace("roofline.declare", "(lambda **k: None)").replace("roofline(", "benchmark(")
+BENCH_SUITE = (
+    SUITE.replace('@pytest.mark.roofline(owner="validation")\n', "")
+    .replace("(roofline)", "(benchmark)")
+    .replace("roofline.declare", "(lambda **k: None)")
+    .replace("roofline(", "benchmark(")
+)
 
 SCENARIOS = ("none", "uniform5", "uniform10", "tail95", "tail99", "improve", "collapse")
 YAML = "target: host\n"
@@ -119,10 +122,18 @@ YAML = "target: host\n"
 def pytest_run(directory: Path, *args: str, scenario: str = "none") -> tuple[float, int]:
     env = {**__import__("os").environ, "ROOFLINE_SCENARIO": scenario}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=directory, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode not in (0, 1):
-        raise SystemExit(f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+        )
     return time.perf_counter() - start, done.returncode
 
 
@@ -184,41 +195,74 @@ def main() -> None:
             peers: dict[str, int] = {}
             n = 0
             for trial in range(options.trials):
-                pytest_run(root, "test_suite.py", "--roofline", f"--roofline-store={store}", "--roofline-save=main", "-p", "no:benchmark")
-                wall, _ = pytest_run(root, "test_suite.py", "--roofline", f"--roofline-store={store}", "--roofline-baseline=main",
-                                     "--roofline-save=cand", "--roofline-json=cand.json", "-p", "no:benchmark",
-                                     scenario=scenario)
+                pytest_run(
+                    root,
+                    "test_suite.py",
+                    "--roofline",
+                    f"--roofline-store={store}",
+                    "--roofline-save=main",
+                    "-p",
+                    "no:benchmark",
+                )
+                wall, _ = pytest_run(
+                    root,
+                    "test_suite.py",
+                    "--roofline",
+                    f"--roofline-store={store}",
+                    "--roofline-baseline=main",
+                    "--roofline-save=cand",
+                    "--roofline-json=cand.json",
+                    "-p",
+                    "no:benchmark",
+                    scenario=scenario,
+                )
                 ours_wall.append(wall)
                 document = json.loads((root / "cand.json").read_text())
                 base_id = document["run"]["baseline_run_id"]
                 cand_id = base_id + 1
-                base_samples, cand_samples = load_samples(store, base_id), load_samples(store, cand_id)
+                base_samples, cand_samples = (
+                    load_samples(store, base_id),
+                    load_samples(store, cand_id),
+                )
                 for test in document["tests"]:
                     name = test["nodeid"].split("::")[1]
                     if scenario == "collapse" and name != "test_gemm":
                         continue
                     n += 1
                     counts[test["decision"]] += 1
-                    for rule, flagged in peer_flags(base_samples[test["nodeid"]], cand_samples[test["nodeid"]]).items():
+                    for rule, flagged in peer_flags(
+                        base_samples[test["nodeid"]], cand_samples[test["nodeid"]]
+                    ).items():
                         peers[rule] = peers.get(rule, 0) + int(flagged)
                 if trial % 2 == 0:
                     wall_b, _ = pytest_run(bench_dir, "-p", "no:roofline", scenario=scenario)
                     bench_wall.append(wall_b)
-                emit(f"  {scenario} trial {trial + 1}/{options.trials}: {counts} run={document['decision']}")
+                emit(
+                    f"  {scenario} trial {trial + 1}/{options.trials}: {counts} run={document['decision']}"
+                )
             rows.append((scenario, n, counts, peers))
         emit("")
-        emit(f"gate validation: {options.trials} trials per scenario (baseline run + candidate run, separate processes)")
+        emit(
+            f"gate validation: {options.trials} trials per scenario (baseline run + candidate run, separate processes)"
+        )
         header = f"{'scenario':<10}{'test-trials':>12}{'ship':>8}{'rollback':>10}{'escalate':>10}   {'rollback 95% CI':<16}"
         peer_names = list(rows[0][3]) if rows else []
         emit(header + "".join(f"{p:>24}" for p in peer_names))
         for scenario, n, counts, peers in rows:
-            line = f"{scenario:<10}{n:>12}" + "".join(f"{counts[d] / n:>8.0%}" if d == "ship" else f"{counts[d] / n:>10.0%}" for d in ("ship", "rollback", "escalate"))
-            line += f"   {wilson(counts['rollback'], n):<16}" + "".join(f"{peers.get(p, 0) / n:>24.0%}" for p in peer_names)
+            line = f"{scenario:<10}{n:>12}" + "".join(
+                f"{counts[d] / n:>8.0%}" if d == "ship" else f"{counts[d] / n:>10.0%}"
+                for d in ("ship", "rollback", "escalate")
+            )
+            line += f"   {wilson(counts['rollback'], n):<16}" + "".join(
+                f"{peers.get(p, 0) / n:>24.0%}" for p in peer_names
+            )
             emit(line)
         emit("")
-        emit(f"run time of one candidate run (5 tests, default budget): median {statistics.median(ours_wall):.2f} s; "
-             f"pytest-benchmark default run of the same tests: median {statistics.median(bench_wall):.2f} s "
-             f"(ratio {statistics.median(ours_wall) / statistics.median(bench_wall):.2f})")
+        emit(
+            f"run time of one candidate run (5 tests, default budget): median {statistics.median(ours_wall):.2f} s; "
+            f"pytest-benchmark default run of the same tests: median {statistics.median(bench_wall):.2f} s "
+            f"(ratio {statistics.median(ours_wall) / statistics.median(bench_wall):.2f})"
+        )
     if options.out:
         options.out.write_text("\n".join(lines) + "\n")
 

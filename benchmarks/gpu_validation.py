@@ -23,7 +23,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-TESTS = '''
+TESTS = """
 import pytest, torch
 
 def _sync():
@@ -53,7 +53,7 @@ def test_gemm_bf16_without_sync(roofline):
     roofline.declare(flops=2 * n**3, bytes_moved=3 * n * n * 2, precision="bf16")
     roofline(torch.matmul, a, a)
     torch.cuda.synchronize()
-'''
+"""
 
 
 def cuda_event_ms() -> dict[str, float]:
@@ -80,13 +80,18 @@ def cuda_event_ms() -> dict[str, float]:
         torch.matmul(a, a)
         dst.copy_(src)
     torch.cuda.synchronize()
-    return {"gemm_bf16_ms": timed(lambda: torch.matmul(a, a)), "copy_1gib_ms": timed(lambda: dst.copy_(src))}
+    return {
+        "gemm_bf16_ms": timed(lambda: torch.matmul(a, a)),
+        "copy_1gib_ms": timed(lambda: dst.copy_(src)),
+    }
 
 
 def main() -> None:
     import torch
 
-    print(f"torch {torch.__version__}, cuda available: {torch.cuda.is_available()}, device: {torch.cuda.get_device_name(0)}")
+    print(
+        f"torch {torch.__version__}, cuda available: {torch.cuda.is_available()}, device: {torch.cuda.get_device_name(0)}"
+    )
     try:
         import pynvml  # noqa: F401
 
@@ -101,9 +106,23 @@ def main() -> None:
         (project / "pytest.ini").write_text("[pytest]\n")
         (project / "test_gpu.py").write_text(textwrap.dedent(TESTS))
         env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        command = [sys.executable, "-m", "pytest", "-p", "pytest_roofline.plugin", "-p", "no:cacheprovider",
-                   "--roofline", "--roofline-target=auto", "--roofline-budget=2", "--roofline-json=out.json", "-q"]
-        done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "pytest_roofline.plugin",
+            "-p",
+            "no:cacheprovider",
+            "--roofline",
+            "--roofline-target=auto",
+            "--roofline-budget=2",
+            "--roofline-json=out.json",
+            "-q",
+        ]
+        done = subprocess.run(
+            command, cwd=project, env=env, capture_output=True, text=True, check=False
+        )
         print(done.stdout[-4000:])
         print(done.stderr[-2000:])
         document = json.loads((project / "out.json").read_text())
@@ -113,27 +132,39 @@ def main() -> None:
         point = test.get("roofline") or {}
         counters = test.get("counters") or {}
         nvml = {k: v for k, v in (counters.get("values") or {}).items() if k.startswith("nvml.")}
-        nvml_status = {k: v for k, v in (counters.get("status") or {}).items() if k.startswith("nvml.")}
-        print(f"\n{test['nodeid']}: n={test['samples']} batch={test['batch_size']} p50={test['p50_s'] * 1e3:.3f} ms "
-              f"p99={test['p99_s'] * 1e3:.3f} ms stop={test['stop_reason']}")
-        print(f"  bound={point.get('bound')} efficiency={point.get('efficiency')} "
-              f"achieved FLOP/s={point.get('achieved_flops_per_s')} bytes/s={point.get('achieved_bytes_per_s')} "
-              f"data_error={point.get('data_error')}")
+        nvml_status = {
+            k: v for k, v in (counters.get("status") or {}).items() if k.startswith("nvml.")
+        }
+        print(
+            f"\n{test['nodeid']}: n={test['samples']} batch={test['batch_size']} p50={test['p50_s'] * 1e3:.3f} ms "
+            f"p99={test['p99_s'] * 1e3:.3f} ms stop={test['stop_reason']}"
+        )
+        print(
+            f"  bound={point.get('bound')} efficiency={point.get('efficiency')} "
+            f"achieved FLOP/s={point.get('achieved_flops_per_s')} bytes/s={point.get('achieved_bytes_per_s')} "
+            f"data_error={point.get('data_error')}"
+        )
         print(f"  counters completeness={counters.get('completeness')} nvml status={nvml_status}")
         print(f"  nvml values={nvml}")
         print(f"  notes={counters.get('notes')}")
     by_name = {t["nodeid"].split("::")[1]: t for t in document["tests"]}
     gemm = by_name.get("test_gemm_bf16")
     if gemm:
-        print(f"\nsync check: plugin p50 {gemm['p50_s'] * 1e3:.3f} ms vs CUDA events {reference['gemm_bf16_ms']:.3f} ms "
-              f"(ratio {gemm['p50_s'] * 1e3 / reference['gemm_bf16_ms']:.3f})")
+        print(
+            f"\nsync check: plugin p50 {gemm['p50_s'] * 1e3:.3f} ms vs CUDA events {reference['gemm_bf16_ms']:.3f} ms "
+            f"(ratio {gemm['p50_s'] * 1e3 / reference['gemm_bf16_ms']:.3f})"
+        )
     copy = by_name.get("test_copy_1gib")
     if copy:
-        print(f"copy: plugin p50 {copy['p50_s'] * 1e3:.3f} ms vs CUDA events {reference['copy_1gib_ms']:.3f} ms")
+        print(
+            f"copy: plugin p50 {copy['p50_s'] * 1e3:.3f} ms vs CUDA events {reference['copy_1gib_ms']:.3f} ms"
+        )
     nosync = by_name.get("test_gemm_bf16_without_sync")
     if nosync:
-        print(f"without sync=: plugin p50 {nosync['p50_s'] * 1e6:.1f} us (no sync: async launches queue up, so samples mix launch cost and kernel time), "
-              f"data_error={(nosync.get('roofline') or {}).get('data_error')}")
+        print(
+            f"without sync=: plugin p50 {nosync['p50_s'] * 1e6:.1f} us (no sync: async launches queue up, so samples mix launch cost and kernel time), "
+            f"data_error={(nosync.get('roofline') or {}).get('data_error')}"
+        )
 
 
 if __name__ == "__main__":

@@ -406,6 +406,10 @@ def _quality(
     return tuple(outcomes), missing
 
 
+def _positive(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
 def _drift_threshold(deltas: Mapping[str, float]) -> float:
     """Smallest first-to-last window change that counts as drift.
 
@@ -476,7 +480,13 @@ def evaluate(
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
         if point is not None and baseline_point is not None:
             ridge = point.ridge if point.ridge is not None else math.nan
-            if math.isfinite(ridge):
+            # A class change is only defined between two points with a finite, positive
+            # intensity (a pure copy declares flops=0, a pure compute kernel bytes_moved=0).
+            if (
+                math.isfinite(ridge)
+                and _positive(baseline_point.intensity)
+                and _positive(point.intensity)
+            ):
                 bound = stats.bound_change(
                     baseline_point.intensity,
                     point.intensity,

@@ -39,7 +39,12 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
     ),
     ("json", "PATH", "string", "Write the run's JSON document to PATH."),
     ("report", "PATH", "string", "Write the self-contained HTML signoff report to PATH."),
-    ("markdown", "PATH", "string", "Write a Markdown summary (CI step summary, PR comment) to PATH."),
+    (
+        "markdown",
+        "PATH",
+        "string",
+        "Write a Markdown summary (CI step summary, PR comment) to PATH.",
+    ),
     (
         "budget",
         "SECONDS",

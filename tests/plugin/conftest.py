@@ -34,6 +34,30 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+# A conftest that makes pytest-roofline time samples with a fake clock: ``advance(seconds)``
+# moves it, so per-call times are exact and no assertion depends on the machine's speed.
+FAKE_CLOCK_CONFTEST = """
+import pytest
+
+class Clock:
+    now = 0
+    def __call__(self):
+        return self.now
+
+CLOCK = Clock()
+
+@pytest.hookimpl
+def pytest_roofline_clock(config):
+    return CLOCK
+
+def advance(seconds):
+    CLOCK.now += int(seconds * 1e9)
+
+@pytest.fixture(name="advance")
+def advance_fixture():
+    return advance
+"""
+
 RunAndParse = Callable[..., tuple[pytest.RunResult, dict[str, Any]]]
 
 

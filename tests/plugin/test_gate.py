@@ -7,37 +7,30 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import FAKE_CLOCK_CONFTEST
+
 # Each call advances a fake clock by COST_MS[test] x lognormal noise from a seeded generator:
 # deterministic, noisy enough for the statistics, and independent of the real machine's speed.
-FAKE_CLOCK = """
-import json, pathlib
+FAKE_CLOCK = (
+    FAKE_CLOCK_CONFTEST
+    + """
+import json, pathlib, zlib
 import numpy as np
-import pytest
 
 COSTS = json.loads(pathlib.Path(__file__).with_name("costs.json").read_text())
-
-class Clock:
-    now = 0
-    def __call__(self):
-        return self.now
-
-CLOCK = Clock()
-
-@pytest.hookimpl
-def pytest_roofline_clock(config):
-    return CLOCK
 
 @pytest.fixture
 def work(request):
     spec = COSTS[request.node.name]
-    rng = np.random.default_rng(abs(hash(request.node.name)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(request.node.name.encode()))
     def call():
-        cost = spec["ms"] * 1e6 * rng.lognormal(0.0, 0.05)
+        cost = spec["ms"] * 1e-3 * rng.lognormal(0.0, 0.05)
         if rng.random() < spec.get("tail_p", 0.0):
             cost *= spec["tail_x"]
-        CLOCK.now += int(cost)
+        advance(cost)
     return call
 """
+)
 
 TESTS = """
 import pytest
@@ -80,7 +73,9 @@ def save_baseline(project: pytest.Pytester) -> None:
     assert document["decision"] == "ship"
 
 
-def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_boundary(gate_project: pytest.Pytester) -> None:
+def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_boundary(
+    gate_project: pytest.Pytester,
+) -> None:
     save_baseline(gate_project)
     set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
     result, document = run(gate_project, "--roofline-baseline=main")
@@ -134,7 +129,9 @@ def test_gate_never_reports_but_does_not_fail(gate_project: pytest.Pytester) -> 
     assert document["decision"] == "rollback"
 
 
-def test_a_regression_that_does_not_reproduce_on_replay_escalates(gate_project: pytest.Pytester) -> None:
+def test_a_regression_that_does_not_reproduce_on_replay_escalates(
+    gate_project: pytest.Pytester,
+) -> None:
     save_baseline(gate_project)
     # A one-off slow phase: the first measurement is slow, the replay is not.
     gate_project.makeconftest(
@@ -142,9 +139,9 @@ def test_a_regression_that_does_not_reproduce_on_replay_escalates(gate_project: 
             "    def call():\n",
             "    calls = {'n': 0}\n    def call():\n        calls['n'] += 1\n",
         ).replace(
-            "        CLOCK.now += int(cost)",
+            "        advance(cost)",
             # warm-up (one call) and exactly 100 samples are slow; the replay is not
-            "        if calls['n'] <= 101:\n            cost *= 2\n        CLOCK.now += int(cost)",
+            "        if calls['n'] <= 101:\n            cost *= 2\n        advance(cost)",
         )
     )
     gate_project.makeini(
@@ -158,11 +155,15 @@ def test_a_regression_that_does_not_reproduce_on_replay_escalates(gate_project: 
     assert test_a["decision"] == "escalate"
     assert any("did not reproduce on replay" in r for r in test_a["reasons"])
     result.assert_outcomes(passed=1)  # escalate does not fail under the default gate
-    result_strict, _ = run(gate_project, "--roofline-baseline=main", "-k", "test_a", "--roofline-gate=escalate")
+    result_strict, _ = run(
+        gate_project, "--roofline-baseline=main", "-k", "test_a", "--roofline-gate=escalate"
+    )
     result_strict.assert_outcomes(failed=1)
 
 
-def test_a_confident_sla_breach_rolls_back_without_any_baseline(gate_project: pytest.Pytester) -> None:
+def test_a_confident_sla_breach_rolls_back_without_any_baseline(
+    gate_project: pytest.Pytester,
+) -> None:
     gate_project.makepyfile(
         test_k="""
         import pytest
@@ -221,7 +222,9 @@ def test_a_quality_drift_beyond_tolerance_rolls_back(gate_project: pytest.Pytest
     assert any("quality max_abs_err worsened" in r for r in test_a["reasons"])
 
 
-def test_a_precision_change_without_quality_evidence_escalates(gate_project: pytest.Pytester) -> None:
+def test_a_precision_change_without_quality_evidence_escalates(
+    gate_project: pytest.Pytester,
+) -> None:
     source = """
         def test_a(roofline, work):
             roofline.declare(flops=1e6, bytes_moved=1e4, precision="PREC")
@@ -234,15 +237,26 @@ def test_a_precision_change_without_quality_evidence_escalates(gate_project: pyt
     _, document = run(gate_project, "--roofline-baseline=main")
     (test_a,) = document["tests"]
     assert test_a["decision"] == "escalate"
-    assert any("precision changed fp32 -> bf16 without quality evidence" in r for r in test_a["reasons"])
+    assert any(
+        "precision changed fp32 -> bf16 without quality evidence" in r for r in test_a["reasons"]
+    )
     assert any("no owner is defined" in r for r in test_a["reasons"])
 
 
-def test_several_changed_layers_make_a_regression_an_escalation(gate_project: pytest.Pytester) -> None:
+def test_several_changed_layers_make_a_regression_an_escalation(
+    gate_project: pytest.Pytester,
+) -> None:
     set_costs(gate_project, test_a={"ms": 1.0}, test_b={"ms": 1.0})
-    run(gate_project, "--roofline-save=main", "--roofline-tag=dataset=v1", "--roofline-tag=model=m1")
+    run(
+        gate_project, "--roofline-save=main", "--roofline-tag=dataset=v1", "--roofline-tag=model=m1"
+    )
     set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
-    result, document = run(gate_project, "--roofline-baseline=main", "--roofline-tag=dataset=v2", "--roofline-tag=model=m2")
+    result, document = run(
+        gate_project,
+        "--roofline-baseline=main",
+        "--roofline-tag=dataset=v2",
+        "--roofline-tag=model=m2",
+    )
     result.assert_outcomes(passed=2)
     test_a = next(t for t in document["tests"] if t["nodeid"].endswith("test_a"))
     assert test_a["decision"] == "escalate"
@@ -251,7 +265,9 @@ def test_several_changed_layers_make_a_regression_an_escalation(gate_project: py
     assert document["run"]["first_failing_layer"] == "data"
 
 
-def test_one_changed_layer_is_named_as_the_first_failing_layer(gate_project: pytest.Pytester) -> None:
+def test_one_changed_layer_is_named_as_the_first_failing_layer(
+    gate_project: pytest.Pytester,
+) -> None:
     set_costs(gate_project, test_a={"ms": 1.0}, test_b={"ms": 1.0})
     run(gate_project, "--roofline-save=main", "--roofline-tag=model=m1")
     set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
@@ -269,7 +285,9 @@ def test_a_large_common_mode_shift_escalates_the_run(pytester: pytest.Pytester) 
     )
     pytester.makeini("[pytest]\nroofline_budget = 0.3\nroofline_warmup = 1ms\n")
     pytester.makeconftest(FAKE_CLOCK)
-    pytester.makepyfile(test_k="".join(f"\ndef test_{i}(roofline, work):\n    roofline(work)\n" for i in range(6)))
+    pytester.makepyfile(
+        test_k="".join(f"\ndef test_{i}(roofline, work):\n    roofline(work)\n" for i in range(6))
+    )
     set_costs(pytester, **{f"test_{i}": {"ms": 1.0} for i in range(6)})
     run(pytester, "--roofline-save=main", "--roofline-gate=never")
     # Every test 45% slower: below the +60% per-test margin, but the whole run moved together.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import RunAndParse
+from .conftest import FAKE_CLOCK_CONFTEST, RunAndParse
 
 GEMM_TEST = """
 import numpy as np, pytest
@@ -183,25 +183,10 @@ def test_command_line_tags_are_recorded(
 def test_an_injected_clock_makes_samples_exact(
     project: pytest.Pytester, run_and_parse: RunAndParse
 ) -> None:
-    project.makeconftest(
-        """
-        import pytest
-        class Clock:
-            now = 0
-            def __call__(self):
-                return self.now
-        CLOCK = Clock()
-        @pytest.hookimpl
-        def pytest_roofline_clock(config):
-            return CLOCK
-        def work():
-            CLOCK.now += 2_000_000  # 2 ms per call
-        @pytest.fixture
-        def work_fn():
-            return work
-        """
-    )
-    project.makepyfile("def test_x(roofline, work_fn):\n    roofline(work_fn)\n")
+    project.makeconftest(FAKE_CLOCK_CONFTEST)
+    project.makepyfile(
+        "def test_x(roofline, advance):\n    roofline(advance, 2e-3)\n"
+    )  # 2 ms per call
     _, document = run_and_parse()
     (test,) = document["tests"]
     assert test["samples"] == 10  # 20 ms budget / 2 ms
@@ -234,24 +219,7 @@ def test_a_gemm_like_workload_is_compute_bound_and_a_triad_like_one_memory_bound
 ) -> None:
     # Against ci-runner (ridge fp32 = 8e10 / 2e10 = 4 FLOP/B) the classes follow from the declared
     # intensity; the injected clock makes both run exactly at their attainable roof.
-    project.makeconftest(
-        """
-        import pytest
-        class Clock:
-            now = 0
-            def __call__(self):
-                return self.now
-        CLOCK = Clock()
-        @pytest.hookimpl
-        def pytest_roofline_clock(config):
-            return CLOCK
-        @pytest.fixture
-        def advance():
-            def advance(seconds):
-                CLOCK.now += int(seconds * 1e9)
-            return advance
-        """
-    )
+    project.makeconftest(FAKE_CLOCK_CONFTEST)
     project.makepyfile(
         """
         def test_gemm(roofline, advance):

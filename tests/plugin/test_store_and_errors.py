@@ -25,7 +25,11 @@ def test_a_saved_run_becomes_the_baseline_of_the_next_run(
     second.assert_outcomes(passed=2)
     assert document["run"]["baseline_label"] == "main"
     assert document["run"]["baseline_run_id"] == 1
-    assert document["run"]["tag_diff"]["model"] == {"baseline": "v1", "candidate": "v2", "layer": "model"}
+    assert document["run"]["tag_diff"]["model"] == {
+        "baseline": "v1",
+        "candidate": "v2",
+        "layer": "model",
+    }
     for test in document["tests"]:
         assert test["baseline"]["samples"] >= 5
         assert test["baseline"]["p95_s"] > 0

@@ -9,6 +9,7 @@ uncaught exception, evaluates expressions and takes screenshots.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -51,7 +52,9 @@ class Browser:
     :ivar errors: console errors, uncaught exceptions and error log entries seen so far.
     """
 
-    def __init__(self, executable: str, *, width: int = 1400, height: int = 1000, timeout_s: float = 20.0) -> None:
+    def __init__(
+        self, executable: str, *, width: int = 1400, height: int = 1000, timeout_s: float = 20.0
+    ) -> None:
         self.timeout_s = timeout_s
         self.errors: list[str] = []
         self._events: list[dict[str, Any]] = []
@@ -84,9 +87,11 @@ class Browser:
         ]
         # bash puts our pipe ends on the fds the protocol expects (3: commands, 4: replies); dash
         # (Debian's sh) cannot name fds above 9.
-        script = f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w} {to_child_r}<&- {from_child_w}>&-'
+        script = (
+            f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w} {to_child_r}<&- {from_child_w}>&-'
+        )
         # stderr goes to a file: a pipe nobody reads could fill up and stall the browser.
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self._process = subprocess.Popen(
             [shutil.which("bash") or "bash", "-c", script, *args],
             pass_fds=(to_child_r, from_child_w),
@@ -98,7 +103,9 @@ class Browser:
         os.close(from_child_w)
         try:
             target = self._call("Target.createTarget", {"url": "about:blank"})["targetId"]
-            self._session = self._call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self._session = self._call(
+                "Target.attachToTarget", {"targetId": target, "flatten": True}
+            )["sessionId"]
             for domain in ("Runtime.enable", "Log.enable", "Page.enable"):
                 self.call(domain)
             self.call(
@@ -141,14 +148,20 @@ class Browser:
             text = details.get("exception", {}).get("description") or details.get("text", "")
             self.errors.append(f"uncaught: {text}")
         elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            args = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            args = " ".join(
+                str(a.get("value", a.get("description", ""))) for a in params.get("args", [])
+            )
             self.errors.append(f"console.{params['type']}: {args}")
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             entry = params["entry"]
-            self.errors.append(f"log ({entry.get('source')}): {entry.get('text')} {entry.get('url', '')}".strip())
+            self.errors.append(
+                f"log ({entry.get('source')}): {entry.get('text')} {entry.get('url', '')}".strip()
+            )
         self._events.append(event)
 
-    def _call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
+    def _call(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> dict[str, Any]:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
         if session is not None:
@@ -220,10 +233,8 @@ class Browser:
     def close(self) -> None:
         try:
             if self._process.poll() is None:
-                try:
+                with contextlib.suppress(BrowserError, OSError):
                     self._call("Browser.close")
-                except (BrowserError, OSError):
-                    pass
                 try:
                     self._process.wait(timeout=5)
                 except subprocess.TimeoutExpired:
@@ -231,10 +242,8 @@ class Browser:
                     self._process.wait()
         finally:
             for fd in (self._to_child, self._from_child):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             self._stderr.close()
             shutil.rmtree(self._profile, ignore_errors=True)
 
@@ -242,6 +251,9 @@ class Browser:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()

@@ -71,8 +71,12 @@ def _change(
         "ratio": ratio,
         "ci_low": ratio * math.exp(-half),
         "ci_high": ratio * math.exp(half),
-        "p_value": float(rng.uniform(1e-6, 0.02) if verdict == "regression" else rng.uniform(0.05, 0.9)),
-        "p_adjusted": float(rng.uniform(1e-4, 0.04) if verdict == "regression" else rng.uniform(0.1, 1.0)),
+        "p_value": float(
+            rng.uniform(1e-6, 0.02) if verdict == "regression" else rng.uniform(0.05, 0.9)
+        ),
+        "p_adjusted": float(
+            rng.uniform(1e-4, 0.04) if verdict == "regression" else rng.uniform(0.1, 1.0)
+        ),
         "verdict": verdict,
         "delta": 0.3,
         "mde": float(rng.uniform(0.04, 0.4)),
@@ -94,7 +98,12 @@ def _ratio_for(rng: np.random.Generator, verdict: str) -> float:
 
 
 def _roofline(
-    rng: np.random.Generator, bound: str, before: str, precision: str, p50_s: float, base_p50_s: float | None
+    rng: np.random.Generator,
+    bound: str,
+    before: str,
+    precision: str,
+    p50_s: float,
+    base_p50_s: float | None,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     target = load_presets()[TARGET]
     if bound == "unknown":
@@ -172,7 +181,9 @@ def _counters(rng: np.random.Generator, present: bool) -> dict[str, Any] | None:
     }
 
 
-def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, str, bool, bool]) -> dict[str, Any]:
+def _test(
+    rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, str, bool, bool]
+) -> dict[str, Any]:
     decision, v95, v99, bound, before, has_base, has_counters = spec
     group = _GROUPS[index % len(_GROUPS)]
     slice_name = _SLICES[index % len(_SLICES)]
@@ -185,12 +196,20 @@ def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, 
     cand = _samples(rng, n, median * r95)
     cq = _quantiles(cand)
     bq = _quantiles(base) if base is not None else None
-    declared, point = _roofline(rng, bound, before, precision, cq["p50_s"], bq["p50_s"] if bq else None)
+    declared, point = _roofline(
+        rng, bound, before, precision, cq["p50_s"], bq["p50_s"] if bq else None
+    )
     nodeid = f"tests/perf/test_{group}.py::test_{group}_{index}[{slice_name}]"
     non_ship = decision != "ship"
     reasons = {
-        "rollback": [f"p95 regression ×{r95:.2f} reproduced on replay", "bound class changed compute → memory"],
-        "escalate": ["p95 suspect: the interval does not exclude 1", "2 revision layers changed (model, runtime)"],
+        "rollback": [
+            f"p95 regression ×{r95:.2f} reproduced on replay",
+            "bound class changed compute → memory",
+        ],
+        "escalate": [
+            "p95 suspect: the interval does not exclude 1",
+            "2 revision layers changed (model, runtime)",
+        ],
         "ship": ["no regression detected"],
     }[decision]
     return {
@@ -204,8 +223,12 @@ def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, 
         "decision": decision,
         "reasons": reasons,
         "symptom": f"p95 ×{r95:.2f}, p99 ×{r99:.2f} on slice {slice_name}" if non_ship else None,
-        "mechanism": f"{before} → {bound}: tile no longer fits in shared memory" if non_ship else None,
-        "competing_hypotheses": ["host noise (common mode ×1.04)", "allocator change in runtime"] if non_ship else [],
+        "mechanism": f"{before} → {bound}: tile no longer fits in shared memory"
+        if non_ship
+        else None,
+        "competing_hypotheses": ["host noise (common mode ×1.04)", "allocator change in runtime"]
+        if non_ship
+        else [],
         "missing_evidence": ["hardware counters (no PMU)"] if not has_counters else [],
         "first_failing_layer": "model" if non_ship else None,
         "replay_command": f"pytest '{nodeid}' --roofline --roofline-baseline=main --roofline-budget=5",
@@ -220,7 +243,10 @@ def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, 
         "max_s": float(cand.max()),
         "baseline": {**bq, "samples": int(n)} if bq else None,
         "change": (
-            {"p95": _change(rng, v95, r95, improvement=v95 == "ok" and r95 < 0.95), "p99": _change(rng, v99, r99)}
+            {
+                "p95": _change(rng, v95, r95, improvement=v95 == "ok" and r95 < 0.95),
+                "p99": _change(rng, v99, r99),
+            }
             if has_base
             else None
         ),
@@ -231,18 +257,40 @@ def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, 
             "ok": decision != "rollback" if index % 2 else None,
             "violations": ["p99 4.1 ms > 4 ms"] if decision == "rollback" and index % 2 else [],
             "checks": [
-                {"key": "p99", "threshold_s": 4e-3, "estimate_s": cq["p99_s"], "status": "ok" if decision != "rollback" else "breach"}
+                {
+                    "key": "p99",
+                    "threshold_s": 4e-3,
+                    "estimate_s": cq["p99_s"],
+                    "status": "ok" if decision != "rollback" else "breach",
+                }
             ]
             if index % 2
             else [],
         },
-        "quality": {"max_abs_err": {"value": 1e-6, "baseline": 1e-6, "higher_is_better": False, "tolerance": 1e-5, "ok": True}}
+        "quality": {
+            "max_abs_err": {
+                "value": 1e-6,
+                "baseline": 1e-6,
+                "higher_is_better": False,
+                "tolerance": 1e-5,
+                "ok": True,
+            }
+        }
         if index % 4 == 0
         else {},
-        "replay": {"attempted": decision == "rollback", "count": 1 if decision == "rollback" else 0, "reproduced": True if decision == "rollback" else None}
+        "replay": {
+            "attempted": decision == "rollback",
+            "count": 1 if decision == "rollback" else 0,
+            "reproduced": True if decision == "rollback" else None,
+        }
         if has_base
         else None,
-        "drift": {"tau": float(rng.uniform(-0.1, 0.4)), "p_value": float(rng.uniform(0, 0.5)), "window_change": float(rng.uniform(-0.05, 0.2)), "drifting": index % 7 == 1},
+        "drift": {
+            "tau": float(rng.uniform(-0.1, 0.4)),
+            "p_value": float(rng.uniform(0, 0.5)),
+            "window_change": float(rng.uniform(-0.05, 0.2)),
+            "drifting": index % 7 == 1,
+        },
         "series": {
             "candidate": [float(v) for v in cand],
             "baseline": [float(v) for v in base] if base is not None else None,
@@ -252,8 +300,12 @@ def _test(rng: np.random.Generator, index: int, spec: tuple[str, str, str, str, 
 
 def _random_spec(rng: np.random.Generator) -> tuple[str, str, str, str, str, bool, bool]:
     decision = str(rng.choice(DECISIONS, p=[0.03, 0.07, 0.90]))
-    v95 = {"rollback": "regression", "escalate": "suspect"}.get(decision) or str(rng.choice(["ok", "not detected"]))
-    v99 = str(rng.choice(VERDICTS[2:] if decision != "ship" else ["ok", "not detected", "insufficient"]))
+    v95 = {"rollback": "regression", "escalate": "suspect"}.get(decision) or str(
+        rng.choice(["ok", "not detected"])
+    )
+    v99 = str(
+        rng.choice(VERDICTS[2:] if decision != "ship" else ["ok", "not detected", "insufficient"])
+    )
     bound = str(rng.choice(BOUNDS[:4]))
     return decision, v95, v99, bound, bound, True, bool(rng.random() < 0.8)
 
@@ -268,9 +320,16 @@ def make_document(n_tests: int = 24, *, seed: int = 0, inject: str | None = None
     specs = [_FIXED[i] if i < len(_FIXED) else _random_spec(rng) for i in range(n_tests)]
     tests = [_test(rng, i, spec) for i, spec in enumerate(specs)]
     decisions = {t["decision"] for t in tests}
-    decision = "rollback" if "rollback" in decisions else "escalate" if "escalate" in decisions else "ship"
+    decision = (
+        "rollback" if "rollback" in decisions else "escalate" if "escalate" in decisions else "ship"
+    )
     label = "pr-1234"
-    tags: dict[str, str] = {"git_commit": "9f1c2ab", "python": "3.11.9", "numpy": "2.1.0", "dataset": "imagenet-val-2024"}
+    tags: dict[str, str] = {
+        "git_commit": "9f1c2ab",
+        "python": "3.11.9",
+        "numpy": "2.1.0",
+        "dataset": "imagenet-val-2024",
+    }
     tag_diff: dict[str, Mapping[str, Any]] = {
         "git_commit": {"baseline": "77d0e41", "candidate": "9f1c2ab", "layer": "model"},
         "numpy": {"baseline": "2.0.2", "candidate": "2.1.0", "layer": "runtime"},
@@ -290,7 +349,10 @@ def make_document(n_tests: int = 24, *, seed: int = 0, inject: str | None = None
     return {
         "schema_version": 1,
         "decision": decision,
-        "reasons": [f"{sum(t['decision'] == 'rollback' for t in tests)} test(s) roll back", "first failing layer: model (git_commit changed)"],
+        "reasons": [
+            f"{sum(t['decision'] == 'rollback' for t in tests)} test(s) roll back",
+            "first failing layer: model (git_commit changed)",
+        ],
         "run": {
             "label": label,
             "baseline_label": "main",
@@ -303,8 +365,20 @@ def make_document(n_tests: int = 24, *, seed: int = 0, inject: str | None = None
             "started": "2025-01-07T10:12:03+00:00",
             "finished": "2025-01-07T10:19:47+00:00",
             "design": "two-run",
-            "common_mode": {"factor": 1.04, "log_factor": math.log(1.04), "n_tests": n_tests, "spread": 0.06, "threshold": 0.2, "applied": True},
-            "gate": {"alpha": 0.05, "min_effect": {"p95": 0.05, "p99": 0.10}, "replay": 1, "gate_on": "rollback"},
+            "common_mode": {
+                "factor": 1.04,
+                "log_factor": math.log(1.04),
+                "n_tests": n_tests,
+                "spread": 0.06,
+                "threshold": 0.2,
+                "applied": True,
+            },
+            "gate": {
+                "alpha": 0.05,
+                "min_effect": {"p95": 0.05, "p99": 0.10},
+                "replay": 1,
+                "gate_on": "rollback",
+            },
             "missing_from_baseline": ["tests/perf/test_new.py::test_new_kernel[small]"],
             "missing_from_candidate": ["tests/perf/test_old.py::test_removed[large]"],
         },
@@ -316,7 +390,13 @@ def make_document(n_tests: int = 24, *, seed: int = 0, inject: str | None = None
             "escape_risk": 0.25,
             "slice_coverage": {"multi_shape": 0.8, "production": 0.4},
         },
-        "versions": {"pytest_roofline": "0.1.0", "python": "3.11.9", "pytest": "9.0.3", "numpy": "2.1.0", "scipy": "1.14.1"},
+        "versions": {
+            "pytest_roofline": "0.1.0",
+            "python": "3.11.9",
+            "pytest": "9.0.3",
+            "numpy": "2.1.0",
+            "scipy": "1.14.1",
+        },
         "tests": tests,
     }
 

@@ -12,9 +12,24 @@ from html.parser import HTMLParser
 
 __all__ = ["Element", "Page", "parse"]
 
+# Elements that never have an end tag.
 _VOID = frozenset(
-    "area base br col embed hr img input link meta source track wbr".split()
-)  # elements that never have an end tag
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 # SVG elements written self-closing in the templates.
 _SELF_CLOSING = frozenset({"rect", "line", "circle", "path", "polyline"})
 
@@ -49,7 +64,9 @@ class Element:
             found.extend(child.iter())
         return found
 
-    def find_all(self, tag: str | None = None, *, cls: str | None = None, **attrs: str) -> list[Element]:
+    def find_all(
+        self, tag: str | None = None, *, cls: str | None = None, **attrs: str
+    ) -> list[Element]:
         return [
             e
             for e in self.iter()[1:]
@@ -89,7 +106,9 @@ class _Builder(HTMLParser):
         if node is None:
             raise AssertionError(f"end tag </{tag}> without a matching start tag")
         if node is not self.current and tag not in _SELF_CLOSING:
-            raise AssertionError(f"</{tag}> closes <{self.current.tag}> implicitly: mismatched markup")
+            raise AssertionError(
+                f"</{tag}> closes <{self.current.tag}> implicitly: mismatched markup"
+            )
         self.current = node.parent or self.root
 
     def handle_data(self, data: str) -> None:
@@ -113,7 +132,9 @@ class Page:
                 return element
         raise KeyError(element_id)
 
-    def find_all(self, tag: str | None = None, *, cls: str | None = None, **attrs: str) -> list[Element]:
+    def find_all(
+        self, tag: str | None = None, *, cls: str | None = None, **attrs: str
+    ) -> list[Element]:
         return self.root.find_all(tag, cls=cls, **attrs)
 
     @property

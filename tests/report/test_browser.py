@@ -19,7 +19,9 @@ from tests.report.browser import Browser, find_chromium
 from tests.report.documents import make_document
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="needs chromium (apt-get install chromium)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,9 @@ def test_the_harness_sees_console_errors_and_exceptions(tmp_path: Path) -> None:
 
 
 def _visible_rows(browser: Browser) -> int:
-    count: int = browser.evaluate("document.querySelectorAll('#test-table tbody tr:not([hidden])').length")
+    count: int = browser.evaluate(
+        "document.querySelectorAll('#test-table tbody tr:not([hidden])').length"
+    )
     return count
 
 
@@ -67,18 +71,25 @@ def test_the_report_opens_from_a_file_url_without_console_errors(
 ) -> None:
     browser.open(report.as_uri())
     assert browser.errors == []
-    assert browser.evaluate("document.querySelectorAll('#test-table tbody tr').length") == len(document["tests"])
+    assert browser.evaluate("document.querySelectorAll('#test-table tbody tr').length") == len(
+        document["tests"]
+    )
     assert browser.evaluate("document.querySelectorAll('svg.roofline circle').length") > 0
     assert browser.evaluate("document.querySelectorAll('article.memo svg.mini').length") > 0
     # The script ran (the CSP hash admitted it) and revealed the table controls.
     assert browser.evaluate("document.documentElement.classList.contains('js')") is True
-    assert browser.evaluate("getComputedStyle(document.getElementById('table-controls')).display") == "flex"
+    assert (
+        browser.evaluate("getComputedStyle(document.getElementById('table-controls')).display")
+        == "flex"
+    )
     # Nothing tried to reach the network.
     resources = browser.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
     assert resources == []
 
 
-def test_filtering_and_sorting_work_in_the_browser(browser: Browser, report: Path, document: dict[str, Any]) -> None:
+def test_filtering_and_sorting_work_in_the_browser(
+    browser: Browser, report: Path, document: dict[str, Any]
+) -> None:
     browser.open(report.as_uri())
     counts = Counter(t["decision"] for t in document["tests"])
     browser.evaluate(
@@ -117,13 +128,18 @@ def test_filtering_and_sorting_work_in_the_browser(browser: Browser, report: Pat
     assert browser.errors == []
 
 
-def test_the_page_reads_with_javascript_off(browser: Browser, report: Path, document: dict[str, Any]) -> None:
+def test_the_page_reads_with_javascript_off(
+    browser: Browser, report: Path, document: dict[str, Any]
+) -> None:
     browser.call("Emulation.setScriptExecutionDisabled", {"value": True})
     try:
         browser.open(report.as_uri())
         # DevTools evaluation still works with page scripts disabled; the page's own did not run.
         assert browser.evaluate("document.documentElement.classList.contains('js')") is False
-        assert browser.evaluate("getComputedStyle(document.getElementById('table-controls')).display") == "none"
+        assert (
+            browser.evaluate("getComputedStyle(document.getElementById('table-controls')).display")
+            == "none"
+        )
         assert _visible_rows(browser) == len(document["tests"])
     finally:
         browser.call("Emulation.setScriptExecutionDisabled", {"value": False})
@@ -131,7 +147,7 @@ def test_the_page_reads_with_javascript_off(browser: Browser, report: Path, docu
 
 
 def test_injected_markup_does_not_run(browser: Browser, tmp_path: Path) -> None:
-    hostile = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">\"'&"
+    hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">"\'&'
     path = tmp_path / "hostile.html"
     write_html(path, make_document(14, inject=hostile))
     browser.open(path.as_uri())
@@ -143,8 +159,13 @@ def test_injected_markup_does_not_run(browser: Browser, tmp_path: Path) -> None:
     assert browser.errors == []
 
 
-def test_a_screenshot_is_written_for_a_human(browser: Browser, report: Path, tmp_path: Path) -> None:
-    browser.call("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+def test_a_screenshot_is_written_for_a_human(
+    browser: Browser, report: Path, tmp_path: Path
+) -> None:
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+    )
     browser.open(report.as_uri())
     shot = browser.screenshot(tmp_path / "roofline-report.png", max_height=5000)
     data = shot.read_bytes()

@@ -26,7 +26,9 @@ H100 = load_presets()["h100-sxm"]
         (math.nan, "B", "n/a"),
     ],
 )
-def test_si_labels_carry_a_prefix_and_the_unit(value: float | None, unit: str, expected: str) -> None:
+def test_si_labels_carry_a_prefix_and_the_unit(
+    value: float | None, unit: str, expected: str
+) -> None:
     assert charts.si(value, unit) == expected
 
 
@@ -97,7 +99,9 @@ def test_no_target_and_no_points_gives_no_chart() -> None:
 
 def test_the_ecdf_marks_percentiles_on_a_tail_stretched_axis() -> None:
     rng = np.random.default_rng(0)
-    chart = charts.ecdf_chart(list(rng.lognormal(-7, 0.2, 400)), list(rng.lognormal(-7.2, 0.2, 400)))
+    chart = charts.ecdf_chart(
+        list(rng.lognormal(-7, 0.2, 400)), list(rng.lognormal(-7.2, 0.2, 400))
+    )
     assert chart is not None
     labels = [t.label for t in chart.y_ticks]
     assert labels == ["0", "p50", "p90", "p95", "p99"]
@@ -120,9 +124,12 @@ def test_the_timeline_keeps_sample_order_and_draws_reference_levels() -> None:
 
 
 def test_a_platform_cell_is_the_roofline_lower_bound_and_its_class() -> None:
-    gemm = DeclaredWork(flops=2 * 4096**3, bytes_moved=3 * 4096**2 * 2, precision="bf16")
+    flops, bytes_moved = 2.0 * 4096**3, 3.0 * 4096**2 * 2
+    gemm = DeclaredWork(flops=flops, bytes_moved=bytes_moved, precision="bf16")
     cell = charts.platform_cell(H100, gemm)
-    expected = max(gemm.flops / H100.peak_flops_per_s["bf16"], gemm.bytes_moved / H100.peak_bytes_per_s["dram"])  # type: ignore[operator]
+    expected = max(
+        flops / H100.peak_flops_per_s["bf16"], bytes_moved / H100.peak_bytes_per_s["dram"]
+    )
     assert cell.seconds == pytest.approx(expected)
     assert cell.bound == "compute"
     copy = DeclaredWork(flops=1e6, bytes_moved=8e8, precision="fp32")

@@ -56,7 +56,10 @@ def test_every_decision_and_every_owner_is_shown(document: dict[str, Any], page:
     banner = page.by_id("run")
     for decision, n in counts.items():
         tile = banner.find_all("li", cls=f"d-{decision}")[0]
-        assert (tile.find_all(cls="n")[0].text, tile.find_all(cls="what")[0].text) == (str(n), decision)
+        assert (tile.find_all(cls="n")[0].text, tile.find_all(cls="what")[0].text) == (
+            str(n),
+            decision,
+        )
     assert page.by_id("decision").text == document["decision"]
     for owners in OWNER_SETS:
         for owner in owners:
@@ -90,7 +93,9 @@ def test_points_link_to_their_memo_or_row(page: Page) -> None:
         assert link.attrs["href"].startswith("#") and link.attrs["href"][1:] in ids
 
 
-def test_one_memo_per_non_ship_test_with_the_four_parts(document: dict[str, Any], page: Page) -> None:
+def test_one_memo_per_non_ship_test_with_the_four_parts(
+    document: dict[str, Any], page: Page
+) -> None:
     memos = page.find_all("article", cls="memo")
     non_ship = [t for t in document["tests"] if t["decision"] != "ship"]
     assert len(memos) == len(non_ship)
@@ -100,7 +105,11 @@ def test_one_memo_per_non_ship_test_with_the_four_parts(document: dict[str, Any]
         headings = [h.text for h in memo.find_all("h4")]
         for part in ("Symptom", "Mechanism hypothesis", "Proposed action", "Signoff"):
             assert any(part in h for h in headings), part
-        signers = [li.find_all("span")[0].text for li in memo.find_all("li") if li.parent and "signers" in li.parent.classes]
+        signers = [
+            li.find_all("span")[0].text
+            for li in memo.find_all("li")
+            if li.parent and "signers" in li.parent.classes
+        ]
         assert signers == test["owners"]
         assert test["replay_command"] in memo.find_all("pre", cls="cmd")[0].text
         boundary = test["rollback_boundary"] or "none defined"
@@ -120,7 +129,9 @@ def test_a_ship_only_run_has_no_memos_and_says_so() -> None:
     assert "No test needs review" in page.by_id("memos").text
 
 
-def test_the_platform_matrix_projects_declared_work_onto_every_preset(document: dict[str, Any], page: Page) -> None:
+def test_the_platform_matrix_projects_declared_work_onto_every_preset(
+    document: dict[str, Any], page: Page
+) -> None:
     from pytest_roofline.hardware import load_presets
 
     table = page.find_all("table", cls="matrix")[0]
@@ -143,7 +154,11 @@ def test_there_are_no_external_references(page: Page) -> None:
     for element in page.elements:
         for name in _URL_ATTRIBUTES:
             value = element.attrs.get(name, "").strip().lower()
-            assert not value.startswith(("http:", "https:", "//", "ftp:")), (element.tag, name, value)
+            assert not value.startswith(("http:", "https:", "//", "ftp:")), (
+                element.tag,
+                name,
+                value,
+            )
         assert element.tag not in ("iframe", "object", "embed", "img", "link") or (
             element.tag == "link" and element.attrs.get("href", "").startswith("data:")
         )
@@ -151,7 +166,9 @@ def test_there_are_no_external_references(page: Page) -> None:
 
 
 def test_the_content_security_policy_allows_exactly_the_inline_script(page: Page) -> None:
-    meta = [m for m in page.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+    meta = [
+        m for m in page.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"
+    ]
     policy = meta[0].attrs["content"]
     assert "default-src 'none'" in policy
     scripts = page.find_all("script")
@@ -174,9 +191,17 @@ def test_untrusted_text_is_escaped_and_inert() -> None:
     nodeid = document["tests"][0]["nodeid"]
     assert nodeid in [s.text for s in page.find_all("span", cls="id")]
     assert HOSTILE in page.by_id("run").text  # label, tag diff
-    memo = next(m for m in page.find_all("article", cls="memo") if m.find_all("span", cls="id")[0].text == nodeid)
+    memo = next(
+        m
+        for m in page.find_all("article", cls="memo")
+        if m.find_all("span", cls="id")[0].text == nodeid
+    )
     assert HOSTILE in [s.text for s in memo.find_all("span", cls="boundary")]
-    assert HOSTILE in [li.find_all("span")[0].text for li in memo.find_all("li") if "signers" in (li.parent.classes if li.parent else set())]
+    assert HOSTILE in [
+        li.find_all("span")[0].text
+        for li in memo.find_all("li")
+        if "signers" in (li.parent.classes if li.parent else set())
+    ]
     # In attributes too (hover titles of chart points): decoded by the parser, never markup.
     titles = [t.text for t in page.find_all("title")]
     assert any(t.startswith(nodeid) for t in titles)
@@ -199,9 +224,32 @@ def test_a_minimal_document_renders_its_gaps_as_gaps() -> None:
         {},
         {"tests": []},
         {"tests": "not a list", "run": [], "observability": None},
-        {"tests": [{"nodeid": 3, "decision": "maybe", "p95_s": "fast", "change": {"p95": []}, "roofline": {"bound": 7}}]},
-        {"tests": [{"nodeid": "t", "series": {"candidate": ["x", None, 1e-3], "baseline": "no"}, "decision": "rollback"}]},
-        {"run": {"tag_diff": {"k": ["a", "b"], "j": 3}, "target": {"peak_flops_per_s": {"fp32": -1}, "peak_bytes_per_s": "x"}}},
+        {
+            "tests": [
+                {
+                    "nodeid": 3,
+                    "decision": "maybe",
+                    "p95_s": "fast",
+                    "change": {"p95": []},
+                    "roofline": {"bound": 7},
+                }
+            ]
+        },
+        {
+            "tests": [
+                {
+                    "nodeid": "t",
+                    "series": {"candidate": ["x", None, 1e-3], "baseline": "no"},
+                    "decision": "rollback",
+                }
+            ]
+        },
+        {
+            "run": {
+                "tag_diff": {"k": ["a", "b"], "j": 3},
+                "target": {"peak_flops_per_s": {"fp32": -1}, "peak_bytes_per_s": "x"},
+            }
+        },
     ],
     ids=["empty", "no-tests", "wrong-containers", "wrong-values", "bad-series", "bad-run"],
 )
@@ -210,7 +258,9 @@ def test_malformed_documents_render_without_raising(document: dict[str, Any]) ->
     assert page.by_id("test-table")
 
 
-def test_write_html_writes_the_rendered_page_atomically(tmp_path: Path, document: dict[str, Any]) -> None:
+def test_write_html_writes_the_rendered_page_atomically(
+    tmp_path: Path, document: dict[str, Any]
+) -> None:
     target = tmp_path / "out" / "report.html"
     write_html(target, document)
     assert target.read_text(encoding="utf-8") == render_html(document)
@@ -225,4 +275,6 @@ def test_the_document_survives_a_json_round_trip(document: dict[str, Any]) -> No
 def test_the_view_is_built_without_deciding(document: dict[str, Any]) -> None:
     view = build_view(document)
     assert view.banner.decision == document["decision"]
-    assert [r.decision for r in view.rows].count("rollback") == sum(t["decision"] == "rollback" for t in document["tests"])
+    assert [r.decision for r in view.rows].count("rollback") == sum(
+        t["decision"] == "rollback" for t in document["tests"]
+    )

@@ -97,7 +97,12 @@ def test_escape(text: str, line_start: bool, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("a/b.html", "`a/b.html`"), ("odd`name", "``odd`name``"), ("`x`", "`` `x` ``"), ("a|b", "`a\\|b`")],
+    [
+        ("a/b.html", "`a/b.html`"),
+        ("odd`name", "``odd`name``"),
+        ("`x`", "`` `x` ``"),
+        ("a|b", "`a\\|b`"),
+    ],
 )
 def test_code_spans_hold_any_text_literally(text: str, expected: str) -> None:
     assert code(text) == expected

@@ -7,7 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.analysis import compare_stored_runs, hardware_difference, layers_changed, replay_command
+from pytest_roofline.analysis import (
+    compare_stored_runs,
+    hardware_difference,
+    layers_changed,
+    replay_command,
+)
 from pytest_roofline.config import DEFAULT_LAYERS
 from pytest_roofline.gate import BaselineEntry, GateContext, evaluate, margins, should_replay
 from pytest_roofline.hardware import target_from_mapping
@@ -27,24 +32,45 @@ def samples(rng: np.random.Generator, scale: float = 1e-3, n: int = 1000) -> np.
     return scale * rng.lognormal(0.0, 0.05, size=n)
 
 
-def result(nodeid: str, data: np.ndarray, *, declared: DeclaredWork | None = None, sla: SlaSpec | None = None) -> TestResult:
+def result(
+    nodeid: str,
+    data: np.ndarray,
+    *,
+    declared: DeclaredWork | None = None,
+    sla: SlaSpec | None = None,
+) -> TestResult:
     sample_set = SampleSet(data, 1, 1, 0.0, "budget", float(data.sum()), False)
-    return TestResult(nodeid, None, ("team",), "revert", sla or SlaSpec(), None, Measurement(sample_set, declared, (), None))
+    return TestResult(
+        nodeid,
+        None,
+        ("team",),
+        "revert",
+        sla or SlaSpec(),
+        None,
+        Measurement(sample_set, declared, (), None),
+    )
 
 
-def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_quiet_history_down() -> None:
+def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_quiet_history_down() -> (
+    None
+):
     rng = np.random.default_rng(0)
     context = GateContext(min_effect={"p95": 0.05, "p99": 0.1})
     alone = margins(BaselineEntry(samples(rng), None, {}), context)
     assert alone == {"p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
-    quiet = BaselineEntry(samples(rng), None, {}, history_samples=tuple(samples(rng) for _ in range(30)))
+    quiet = BaselineEntry(
+        samples(rng), None, {}, history_samples=tuple(samples(rng) for _ in range(30))
+    )
     assert margins(quiet, context)["p95"] < 0.2
 
 
 def test_a_user_margin_above_the_noise_floor_wins() -> None:
     rng = np.random.default_rng(1)
     context = GateContext(min_effect={"p95": 0.8, "p99": 0.9})
-    assert margins(BaselineEntry(samples(rng), None, {}), context) == {"p95": pytest.approx(0.8), "p99": pytest.approx(0.9)}
+    assert margins(BaselineEntry(samples(rng), None, {}), context) == {
+        "p95": pytest.approx(0.8),
+        "p99": pytest.approx(0.9),
+    }
 
 
 def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
@@ -62,7 +88,9 @@ def test_the_bonferroni_bound_turns_a_marginal_regression_into_suspect_in_a_larg
     cand = 1.8e-3 * rng.lognormal(0.0, 0.3, 200)  # p95 x1.8, one-sided p far below 1e-10
     entry = BaselineEntry(base, None, {})
     small = evaluate(result("t::a", cand), entry, GateContext(family_size=1, replay=0), target=None)
-    huge = evaluate(result("t::a", cand), entry, GateContext(family_size=10**40, replay=0), target=None)
+    huge = evaluate(
+        result("t::a", cand), entry, GateContext(family_size=10**40, replay=0), target=None
+    )
     assert small.comparisons["p95"].verdict == "regression"
     assert huge.comparisons["p95"].verdict == "suspect"
     assert "Bonferroni" in huge.comparisons["p95"].reason
@@ -86,20 +114,37 @@ def test_evaluation_places_both_sides_on_the_roofline() -> None:
 def test_a_min_efficiency_sla_is_breached_only_when_even_fast_calls_miss_it() -> None:
     rng = np.random.default_rng(5)
     work = DeclaredWork(flops=1e8, bytes_moved=1e5, precision="fp32")  # 1 ms at the roof
-    slow = evaluate(result("t::a", samples(rng, 4e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)), None, GateContext(), target=TARGET)
-    fast = evaluate(result("t::a", samples(rng, 1.2e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)), None, GateContext(), target=TARGET)
+    slow = evaluate(
+        result("t::a", samples(rng, 4e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)),
+        None,
+        GateContext(),
+        target=TARGET,
+    )
+    fast = evaluate(
+        result("t::a", samples(rng, 1.2e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)),
+        None,
+        GateContext(),
+        target=TARGET,
+    )
     assert [s.status for s in slow.sla] == ["breach"]
     assert [s.status for s in fast.sla] == ["met"]
 
 
 def test_layers_follow_the_configured_order() -> None:
-    changed = layers_changed({"python": "3.10", "dataset": "a", "x": "1"}, {"python": "3.11", "dataset": "b", "x": "2"}, DEFAULT_LAYERS)
+    changed = layers_changed(
+        {"python": "3.10", "dataset": "a", "x": "1"},
+        {"python": "3.11", "dataset": "b", "x": "2"},
+        DEFAULT_LAYERS,
+    )
     assert changed == ("data", "runtime")
 
 
 def test_a_replay_command_quotes_the_node_id() -> None:
     command = replay_command("t.py::test[it's]", "main", "ci")
-    assert command == "pytest --roofline --roofline-baseline=main --roofline-target=ci 't.py::test[it'\"'\"'s]'"
+    assert (
+        command
+        == "pytest --roofline --roofline-baseline=main --roofline-target=ci 't.py::test[it'\"'\"'s]'"
+    )
 
 
 def test_offline_comparison_of_two_stored_runs_decides_like_the_gate(tmp_path: Path) -> None:
@@ -120,3 +165,18 @@ def test_offline_comparison_of_two_stored_runs_decides_like_the_gate(tmp_path: P
     assert document["decision"] == "rollback"
     assert document["run"]["baseline_label"] == "main"
     assert document["run"]["first_failing_layer"] == "model"
+
+
+@pytest.mark.parametrize("work", [DeclaredWork(0.0, 1e6, "fp32"), DeclaredWork(1e6, 0.0, "fp32")])
+def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change(
+    work: DeclaredWork,
+) -> None:
+    rng = np.random.default_rng(7)
+    evidence = evaluate(
+        result("t::a", samples(rng), declared=work),
+        BaselineEntry(samples(rng), work, {}),
+        GateContext(),
+        target=TARGET,
+    )
+    assert evidence.point is not None
+    assert evidence.bound_change is None

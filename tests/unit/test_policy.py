@@ -11,7 +11,13 @@ import pytest
 from pytest_roofline.gate import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
 from pytest_roofline.policy import decide_run, decide_test
 from pytest_roofline.results import QuantileSummary
-from pytest_roofline.stats import BoundChange, CommonMode, ConfidenceInterval, Drift, QuantileComparison
+from pytest_roofline.stats import (
+    BoundChange,
+    CommonMode,
+    ConfidenceInterval,
+    Drift,
+    QuantileComparison,
+)
 
 SUMMARY = QuantileSummary(500, 1e-3, 1.2e-3, 1.3e-3, 1.05e-3, 0.9e-3, 1.5e-3)
 
