@@ -594,3 +594,16 @@ def test_the_module_imports_only_numpy_scipy_the_stdlib_and_errors() -> None:
         "scipy",
         "pytest_roofline",
     }
+
+
+def test_the_ratio_always_lies_inside_its_interval_even_under_a_heavy_tail() -> None:
+    rng = np.random.default_rng(20261129)
+    outside = 0
+    for _ in range(40):
+        base = rng.pareto(1.2, 400) + 1.0
+        cand = (rng.pareto(1.2, 400) + 1.0) * 1.5
+        for q in (0.95, 0.99):
+            c = stats.compare_quantile(base, cand, q, delta=0.1, rng=rng)
+            if np.isfinite(c.ci.low):
+                outside += not (c.ci.low * (1 - 1e-12) <= c.ratio <= c.ci.high * (1 + 1e-12))
+    assert outside == 0
