@@ -250,6 +250,33 @@ def _observability(
     }
 
 
+def _size(result: TestResult) -> tuple[float, float]:
+    """How big a slice is: its declared work, else its median time."""
+    declared = result.measurement.declared
+    work = 0.0
+    if declared is not None:
+        work = float(declared.flops or 0.0) + float(declared.bytes_moved or 0.0)
+    return (
+        work,
+        float(np.median(result.measurement.samples_s))
+        if result.measurement.samples_s.size
+        else 0.0,
+    )
+
+
+def first_failing_slices(
+    results: Mapping[str, TestResult], documents: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
+    """For each slice group with a non-ship test, its smallest failing slice (the cheapest repro)."""
+    failing: dict[str, list[tuple[tuple[float, float], str]]] = {}
+    for nodeid, result in results.items():
+        if result.slice is None or result.slice.group is None:
+            continue
+        if documents.get(nodeid, {}).get("decision") in ("rollback", "escalate"):
+            failing.setdefault(result.slice.group, []).append((_size(result), nodeid))
+    return {group: min(entries)[1] for group, entries in sorted(failing.items())}
+
+
 def build_run_view(
     *,
     results: Mapping[str, TestResult],
@@ -348,6 +375,7 @@ def build_run_view(
             if counters_low
         ),
         observability=_observability(results, documents, gate),
+        first_failing_slices=first_failing_slices(results, documents),
         common_mode=(
             {**common.to_dict(), "threshold": COMMON_MODE_THRESHOLD, "applied": False}
             if common is not None

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline import stats
+from pytest_roofline.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.hardware import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
 from pytest_roofline.results import QUANTILES, QuantileSummary, TestResult, summarize
@@ -194,6 +195,7 @@ class TestEvidence:
     hardware_differs: str | None
     family_size: int
     common_mode: float = 1.0
+    fidelity: tuple[Fidelity, ...] = ()
 
 
 def margins(entry: BaselineEntry, context: GateContext) -> dict[str, float]:
@@ -535,4 +537,8 @@ def evaluate(
         hardware_differs=context.hardware_differs if entry is not None else None,
         family_size=context.family_size,
         common_mode=common_mode,
+        # Counters cover the sampling phase only (they start after warm-up).
+        fidelity=counter_fidelity(
+            declared, counters, calls=samples.size * measurement.samples.batch_size
+        ),
     )

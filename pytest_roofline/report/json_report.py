@@ -94,6 +94,7 @@ def evidence_document(
         "replay": evidence.replay.to_dict() if evidence.replay else None,
         "drift": evidence.drift.to_dict() if evidence.drift else None,
         "common_mode_applied": evidence.common_mode,
+        "counter_fidelity": {f.quantity: f.to_dict() for f in evidence.fidelity},
         "layers_changed": list(evidence.layers_changed),
         "hardware_differs": evidence.hardware_differs,
         "series": {"candidate": _series(candidate_samples), "baseline": _series(baseline_samples)},
@@ -102,6 +103,9 @@ def evidence_document(
 
 def _test_document(test: TestView) -> dict[str, Any]:
     summary = test.summary
+    counters = dict(test.counters) if test.counters is not None else None
+    if counters is not None and "counter_fidelity" in test.outcome:
+        counters["fidelity"] = test.outcome["counter_fidelity"]
     return {
         "nodeid": test.nodeid,
         "slice": test.slice_name,
@@ -137,7 +141,7 @@ def _test_document(test: TestView) -> dict[str, Any]:
         "change": None,
         "declared": test.declared,
         "roofline": None,
-        "counters": test.counters,
+        "counters": counters,
         "sla": {"ok": None, "violations": [], "checks": []},
         "quality": {},
         "replay": None,
@@ -180,6 +184,7 @@ def run_document(view: RunView) -> dict[str, Any]:
                     for k, (b, c, layer) in view.tag_diff.items()
                 },
                 "first_failing_layer": view.first_failing_layer,
+                "first_failing_slices": dict(view.first_failing_slices),
                 "target": view.target,
                 "machine": view.machine,
                 "started": _iso(view.started),

@@ -72,3 +72,4 @@ class RunView:
     observability: Mapping[str, Any] = field(default_factory=dict)
     common_mode: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] = field(default_factory=dict)
+    first_failing_slices: Mapping[str, str] = field(default_factory=dict)

@@ -66,6 +66,11 @@ def test_a_measured_run_writes_every_slice_with_quantiles_declared_work_and_qual
     assert large["decision"] == "ship"
     assert document["decision"] == "ship"
     assert large["baseline"] is None
+    fidelity = large["counters"]["fidelity"]
+    assert fidelity["flops"]["status"] == ("measured" if large["counters"]["status"]["perf.fp_ops"] == "ok" else "unmeasured")
+    cache = large["counters"]["status"]["perf.cache_misses"]
+    assert fidelity["bytes_moved"]["status"] == ("measured" if cache == "ok" else "unmeasured")
+    assert fidelity["bytes_moved"]["relative_error"] is None or cache == "ok"
     assert large["stop_reason"] in ("budget", "decisive", "max_samples")
     assert document["run"]["tags"]["python"]
     result.stdout.fnmatch_lines(["*= roofline =*", "*test_k.py::test_gemm[[]large[]]: n=*p95*"])

@@ -180,3 +180,34 @@ def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change
     )
     assert evidence.point is not None
     assert evidence.bound_change is None
+
+
+def test_the_first_failing_slice_of_a_group_is_its_smallest_failing_one() -> None:
+    from pytest_roofline.analysis import first_failing_slices
+    from pytest_roofline.workload import WorkloadSlice
+
+    rng = np.random.default_rng(8)
+
+    def sliced(name: str, n: int) -> TestResult:
+        base = result(
+            f"t::k[{name}]", samples(rng), declared=DeclaredWork(2.0 * n**3, 12.0 * n * n, "fp32")
+        )
+        return TestResult(
+            base.nodeid,
+            WorkloadSlice(name, {"n": n}, group="gemm"),
+            base.owners,
+            base.rollback,
+            base.sla,
+            None,
+            base.measurement,
+        )
+
+    results = {
+        r.nodeid: r for r in (sliced("small", 64), sliced("medium", 256), sliced("large", 1024))
+    }
+    documents = {
+        "t::k[small]": {"decision": "ship"},
+        "t::k[medium]": {"decision": "rollback"},
+        "t::k[large]": {"decision": "escalate"},
+    }
+    assert first_failing_slices(results, documents) == {"gemm": "t::k[medium]"}
