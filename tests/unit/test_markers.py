@@ -44,7 +44,11 @@ def test_a_slice_group_name_is_kept_for_the_config_to_resolve() -> None:
         (("gemm",), {}, r"takes 0 positional arguments.*keyword arguments only"),
         ((), {"sla": {"p99": "soon"}}, r"sla\.p99: expected a duration"),
         ((), {"sla": ["p99"]}, "sla must be a mapping"),
-        ((), {"precision": "fp7"}, r"precision=\.\.\.\): unknown precision 'fp7'; valid: fp64, fp32"),
+        (
+            (),
+            {"precision": "fp7"},
+            r"precision=\.\.\.\): unknown precision 'fp7'; valid: fp64, fp32",
+        ),
         ((), {"budget": "-1s"}, r"budget=\.\.\.\): expected"),
         ((), {"owner": ""}, "owner must not be empty"),
         ((), {"owner": 42}, r"owner=\.\.\.\): expected a name"),

@@ -22,7 +22,9 @@ from pytest_roofline.stats import (
 SUMMARY = QuantileSummary(500, 1e-3, 1.2e-3, 1.3e-3, 1.05e-3, 0.9e-3, 1.5e-3)
 
 
-def comparison(verdict: str = "ok", ratio: float = 1.0, low: float = 0.95, high: float = 1.04, **kw: Any) -> QuantileComparison:
+def comparison(
+    verdict: str = "ok", ratio: float = 1.0, low: float = 0.95, high: float = 1.04, **kw: Any
+) -> QuantileComparison:
     fields: dict[str, Any] = dict(
         quantile=0.95, ratio=ratio, ci=ConfidenceInterval(low, high), p_value=0.5, p_adjusted=0.5,
         verdict=verdict, improvement=False, delta=0.37, mde=0.1, base_s=1e-3, cand_s=ratio * 1e-3,
@@ -84,14 +86,18 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
     ],
 )  # fmt: skip
-def test_evidence_maps_to_a_decision_with_a_reason(overrides: dict[str, Any], decision: str, reason: str) -> None:
+def test_evidence_maps_to_a_decision_with_a_reason(
+    overrides: dict[str, Any], decision: str, reason: str
+) -> None:
     result = decide_test(evidence(**overrides))
     assert result.decision == decision
     assert any(reason in r for r in result.reasons), result.reasons
 
 
 def test_a_non_ship_decision_names_its_owner_boundary_symptom_and_layer() -> None:
-    result = decide_test(evidence(comparisons={"p95": REGRESSION}, replay=REPRODUCED, layers_changed=("model",)))
+    result = decide_test(
+        evidence(comparisons={"p95": REGRESSION}, replay=REPRODUCED, layers_changed=("model",))
+    )
     assert result.owners == ("kernels-team",)
     assert result.rollback_boundary == "revert PR 7"
     assert result.symptom is not None and result.symptom.startswith("p95 regressed")
@@ -100,7 +106,9 @@ def test_a_non_ship_decision_names_its_owner_boundary_symptom_and_layer() -> Non
 
 
 def test_a_non_ship_decision_without_an_owner_says_so() -> None:
-    result = decide_test(evidence(owners=(), sla=(SlaOutcome("p95", "breach", 1e-3, 2e-3, "p95 breach"),)))
+    result = decide_test(
+        evidence(owners=(), sla=(SlaOutcome("p95", "breach", 1e-3, 2e-3, "p95 breach"),))
+    )
     assert result.decision == "rollback"
     assert any("no owner is defined" in r for r in result.reasons)
 
@@ -116,7 +124,12 @@ def test_a_ship_decision_has_no_symptom_or_layer() -> None:
         ({"a": "ship", "b": "ship"}, None, "ship", "no regression seen"),
         ({"a": "rollback", "b": "escalate"}, None, "rollback", "1 test(s) rolled back: a"),
         ({"a": "ship", "b": "escalate"}, None, "escalate", "1 test(s) escalated: b"),
-        ({"a": "ship"}, CommonMode(1.5, math.log(1.5), 8, 0.02), "escalate", "the whole run moved together by x1.500"),
+        (
+            {"a": "ship"},
+            CommonMode(1.5, math.log(1.5), 8, 0.02),
+            "escalate",
+            "the whole run moved together by x1.500",
+        ),
         ({"a": "ship"}, CommonMode(1.1, math.log(1.1), 8, 0.02), "ship", "no regression seen"),
         ({"a": "rollback"}, CommonMode(1.5, math.log(1.5), 8, 0.02), "rollback", "moved together"),
     ],
@@ -130,7 +143,9 @@ def test_the_run_decision_follows_its_tests_and_the_common_mode(
 
 
 def test_run_level_reasons_escalate_an_otherwise_shipping_run() -> None:
-    result = decide_run({"a": "ship"}, common_mode=None, common_mode_threshold=0.35, run_reasons=("BH flagged a",))
+    result = decide_run(
+        {"a": "ship"}, common_mode=None, common_mode_threshold=0.35, run_reasons=("BH flagged a",)
+    )
     assert result.decision == "escalate"
 
 

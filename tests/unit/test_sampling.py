@@ -85,7 +85,9 @@ def test_the_stop_rule_is_consulted_on_a_geometric_schedule() -> None:
         seen.append(samples.size)
         return None
 
-    policy = SamplingPolicy(budget_s=10, min_samples=1, max_samples=2000, warmup_s=0, check_every=50)
+    policy = SamplingPolicy(
+        budget_s=10, min_samples=1, max_samples=2000, warmup_s=0, check_every=50
+    )
     Sampler(policy, clock=clock, stop_rule=never).run(lambda: clock.work(1_000_000))
     # every 50 samples at first, then every ~25% more: 14 looks at 2000 samples, not 40
     assert seen == [50, 100, 150, 200, 250, 312, 390, 487, 608, 760, 950, 1187, 1483, 1853]
