@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -63,6 +64,7 @@ class RooflineProbe:
         counters: CounterSession | None = None,
         target: Callable[[], HardwareTarget | None] | None = None,
         replays_for: Callable[[np.ndarray], int] | None = None,
+        lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self._nodeid = nodeid
         self._default_precision = precision
@@ -70,6 +72,7 @@ class RooflineProbe:
         self._counters = counters
         self._target = target
         self._replays_for = replays_for
+        self._lock = lock if lock is not None else nullcontext()
         self._replays: tuple[SampleSet, ...] = ()
         self._called = False
         self._samples: SampleSet | None = None
@@ -114,34 +117,35 @@ class RooflineProbe:
             if sync is not None:
                 sync()
             return result
-        counters = self._counters
-        started = False
+        with self._lock:  # under xdist: no other worker measures meanwhile
+            counters = self._counters
+            started = False
 
-        def start_counters() -> None:
-            nonlocal started
-            if counters is not None:
-                counters.start()
-                started = True
+            def start_counters() -> None:
+                nonlocal started
+                if counters is not None:
+                    counters.start()
+                    started = True
 
-        try:
-            result, samples = self._sampler.run(
-                fn, args, kwargs, sync=sync, on_start=start_counters
-            )
-        except BaseException:
+            try:
+                result, samples = self._sampler.run(
+                    fn, args, kwargs, sync=sync, on_start=start_counters
+                )
+            except BaseException:
+                if started and counters is not None:
+                    counters.stop()  # leave the counters closed; the failed test records nothing
+                raise
             if started and counters is not None:
-                counters.stop()  # leave the counters closed; the failed test records nothing
-            raise
-        if started and counters is not None:
-            self._counter_reading = counters.stop()
-        self._samples = samples
-        # Replay: a first look that says "regression" is measured again at once, with the
-        # fixtures still set up; a rollback then needs the regression to reproduce.
-        count = self._replays_for(samples.samples_s) if self._replays_for is not None else 0
-        replays = []
-        for _ in range(count):
-            result, again = self._sampler.run(fn, args, kwargs, sync=sync)
-            replays.append(again)
-        self._replays = tuple(replays)
+                self._counter_reading = counters.stop()
+            self._samples = samples
+            # Replay: a first look that says "regression" is measured again at once, with the
+            # fixtures still set up; a rollback then needs the regression to reproduce.
+            count = self._replays_for(samples.samples_s) if self._replays_for is not None else 0
+            replays = []
+            for _ in range(count):
+                result, again = self._sampler.run(fn, args, kwargs, sync=sync)
+                replays.append(again)
+            self._replays = tuple(replays)
         return result
 
     def declare(

@@ -28,6 +28,7 @@ from pytest_roofline.gate import BaselineEntry, GateContext, margins, should_rep
 from pytest_roofline.hardware import HardwareTarget, nvml_gpu_name, resolve_target
 from pytest_roofline.markers import MarkerSettings, bind_marker
 from pytest_roofline.measure.counters import CounterSession, default_backends
+from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
 from pytest_roofline.probe import RooflineProbe
 from pytest_roofline.report.html import write_html
@@ -79,6 +80,12 @@ class RooflineSession:
         self._entries: dict[str, BaselineEntry] = {}
         # p50 log ratios of the tests compared so far in this process: the running common mode.
         self._p50_log_ratios: list[float] = []
+        # Workers serialise their measurements through a lock file beside the store.
+        self._lock = (
+            MeasurementLock(settings.store_path.parent / "measure.lock")
+            if not self.is_controller
+            else None
+        )
         self.view: RunView | None = None
         self.started = time.time()
         self._target: HardwareTarget | None = None
@@ -228,6 +235,7 @@ class RooflineSession:
             counters=self._counter_session() if sampler is not None else None,
             target=lambda: self.target,
             replays_for=replays_for,
+            lock=self._lock,
         )
         item.stash[PROBE_KEY] = probe
         return probe

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -179,3 +180,33 @@ def test_measurements_arrive_from_xdist_workers(
     assert all(t["samples"] >= 5 for t in document["tests"])
     assert document["run"]["target"]["name"] == "ci-runner"
     assert Path(project.path, ".roofline", "store.sqlite").exists()
+
+
+def test_xdist_workers_never_measure_at_the_same_time(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    project.makepyfile(
+        test_lock="""
+        import pathlib, time
+        import pytest
+        LOG = pathlib.Path(__file__).with_name("intervals.log")
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_k(roofline, i):
+            seen = []
+            def fn():
+                seen.append(time.monotonic())  # CLOCK_MONOTONIC: comparable across processes
+                time.sleep(0.0005)
+            roofline(fn)
+            with LOG.open("a") as log:
+                log.write(f"{seen[0]} {seen[-1]}\\n")
+        """
+    )
+    result = project.runpytest_subprocess("--roofline", "-n", "2")
+    result.assert_outcomes(passed=6)
+    intervals = sorted(
+        tuple(map(float, line.split()))
+        for line in (project.path / "intervals.log").read_text().splitlines()
+    )
+    assert len(intervals) == 6
+    for (_, end), (start, _) in itertools.pairwise(intervals):
+        assert end <= start, "two workers were measuring at the same time"
