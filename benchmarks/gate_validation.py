@@ -171,6 +171,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="keep the per-scenario stores here (for offline re-analysis)")
     options = parser.parse_args()
     lines: list[str] = []
 
@@ -190,7 +191,7 @@ def main() -> None:
         (bench_dir / "test_suite.py").write_text(BENCH_SUITE)
         ours_wall, bench_wall = [], []
         for scenario in options.scenarios.split(","):
-            store = root / f"{scenario}.sqlite"
+            store = (options.keep or root) / f"{scenario}.sqlite"
             counts = {"ship": 0, "rollback": 0, "escalate": 0}
             peers: dict[str, int] = {}
             n = 0
@@ -230,6 +231,8 @@ def main() -> None:
                         continue
                     n += 1
                     counts[test["decision"]] += 1
+                    if scenario == "none" and test["decision"] != "ship":
+                        emit(f"    A/A {test['decision']}: {test['nodeid']}: {test['reasons'][0]}")
                     for rule, flagged in peer_flags(
                         base_samples[test["nodeid"]], cand_samples[test["nodeid"]]
                     ).items():

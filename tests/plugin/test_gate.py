@@ -281,7 +281,7 @@ def test_a_large_common_mode_shift_escalates_the_run(pytester: pytest.Pytester) 
     pytester.makefile(
         ".yaml",
         roofline="target: ci\ntargets:\n  ci: {peak_flops_per_s: {fp32: 1.0e11}, peak_bytes_per_s: {dram: 1.0e10}}\n"
-        "gate: {min_effect: {p95: 60%, p99: 60%}}\n",
+        "gate: {min_effect: {p50: 60%, p95: 60%, p99: 60%}}\n",
     )
     pytester.makeini("[pytest]\nroofline_budget = 0.3\nroofline_warmup = 1ms\n")
     pytester.makeconftest(FAKE_CLOCK)

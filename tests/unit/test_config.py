@@ -29,7 +29,7 @@ def test_defaults_apply_without_any_configuration(tmp_path: Path) -> None:
     assert config.budget_s == DEFAULTS.budget_s
     assert config.store_path == tmp_path / ".roofline" / "store.sqlite"
     assert config.gate_on == "rollback"
-    assert config.gate.min_effect == {"p95": 0.05, "p99": 0.10}
+    assert config.gate.min_effect == {"p50": 0.05, "p95": 0.05, "p99": 0.10}
 
 
 def test_command_line_beats_ini_beats_yaml_beats_default(tmp_path: Path) -> None:

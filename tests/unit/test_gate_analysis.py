@@ -57,7 +57,7 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
     rng = np.random.default_rng(0)
     context = GateContext(min_effect={"p95": 0.05, "p99": 0.1})
     alone = margins(BaselineEntry(samples(rng), None, {}), context)
-    assert alone == {"p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
+    assert alone == {"p50": pytest.approx(0.35), "p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
     quiet = BaselineEntry(
         samples(rng), None, {}, history_samples=tuple(samples(rng) for _ in range(30))
     )
@@ -66,8 +66,9 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
 
 def test_a_user_margin_above_the_noise_floor_wins() -> None:
     rng = np.random.default_rng(1)
-    context = GateContext(min_effect={"p95": 0.8, "p99": 0.9})
+    context = GateContext(min_effect={"p50": 0.7, "p95": 0.8, "p99": 0.9})
     assert margins(BaselineEntry(samples(rng), None, {}), context) == {
+        "p50": pytest.approx(0.7),
         "p95": pytest.approx(0.8),
         "p99": pytest.approx(0.9),
     }
