@@ -80,6 +80,38 @@ class SampleSet:
         return self.batch_size > 1
 
 
+def _batch_runner(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> Callable[[int], Any]:
+    """A loop that calls ``fn`` k times and returns the last result.
+
+    Specialised on the argument shape: ``fn()`` costs less than ``fn(*(), **{})``, and in a
+    batched sample of a sub-microsecond function that difference is the measurement overhead.
+    """
+    if not args and not kwargs:
+
+        def run(k: int) -> Any:
+            for _ in range(k - 1):
+                fn()
+            return fn()
+
+    elif not kwargs:
+
+        def run(k: int) -> Any:
+            for _ in range(k - 1):
+                fn(*args)
+            return fn(*args)
+
+    else:
+
+        def run(k: int) -> Any:
+            for _ in range(k - 1):
+                fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+    return run
+
+
 class Sampler:
     """Run one callable under a :class:`SamplingPolicy` and time it."""
 
@@ -140,13 +172,10 @@ class Sampler:
         reason: StopReason = "budget"
         next_check = policy.check_every
         begin = clock()
+        run_batch = _batch_runner(fn, args, kwargs)
         while True:
             start = clock()
-            if batch == 1:
-                result = fn(*args, **kwargs)
-            else:
-                for _ in range(batch):
-                    result = fn(*args, **kwargs)
+            result = run_batch(batch)
             if sync is not None:
                 sync()
             end = clock()
