@@ -8,6 +8,7 @@ Subcommands (``pytest-roofline SUBCOMMAND --help`` for each):
 ``export``     write a stored run as JSON (``pytest-roofline-run`` format)
 ``import``     read a run from our JSON or from pytest-benchmark JSON (with raw data)
 ``calibrate``  measure (or show the cached) roofs of this host
+``ab``         measure a git revision (baseline) and the current tree in alternating rounds
 
 Exit status: 0 success or ship; 1 rollback (and escalate under ``--gate escalate``); 2 a usage
 or data error, with a message on stderr naming the problem (never a traceback for bad input).
@@ -274,6 +275,35 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_ab(args: argparse.Namespace) -> int:
+    from pytest_roofline.ab import AbOptions, run_ab
+    from pytest_roofline.durations import parse_duration
+
+    budget = parse_duration(args.budget, where="--budget") if args.budget is not None else None
+    options = AbOptions(
+        baseline_ref=args.baseline,
+        pytest_args=tuple(args.pytest_args),
+        rounds=args.rounds,
+        budget_s=budget,
+        setup=args.setup,
+        import_root=args.import_root,
+        baseline_python=args.baseline_python,
+        candidate_python=args.candidate_python,
+        store_path=Path(args.store),
+        label=args.label,
+        gate_on=args.gate,
+    )
+    outcome = run_ab(options, log=lambda line: print(line, file=sys.stderr, flush=True))
+    for warning in outcome.warnings:
+        print(f"pytest-roofline ab: warning: {warning}", file=sys.stderr)
+    if outcome.run_id is not None:
+        print(
+            f"saved the paired run as run {outcome.run_id} ({args.label!r}) in {outcome.store_path}"
+        )
+    _render(outcome.document, args)
+    return _gate_exit(outcome.document.get("decision"), args.gate)
+
+
 # --------------------------------------------------------------------------- pytest-benchmark
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
@@ -468,6 +498,11 @@ def _parser() -> argparse.ArgumentParser:
         ("export", "write a stored run as JSON", _cmd_export),
         ("import", "import a run (pytest-roofline export or pytest-benchmark JSON)", _cmd_import),
         ("calibrate", "measure (or show the cached) roofs of this host", _cmd_calibrate),
+        (
+            "ab",
+            "measure a git revision and the current tree in alternating rounds, and gate",
+            _cmd_ab,
+        ),
     ]
     made = {}
     for name, summary, func in commands:
@@ -499,7 +534,74 @@ def _parser() -> argparse.ArgumentParser:
     made["calibrate"].add_argument(
         "--refresh", action="store_true", help="measure again even if a calibration is cached"
     )
+    _ab_options(made["ab"])
     return parser
+
+
+def _ab_options(parser: argparse.ArgumentParser) -> None:
+    parser.usage = (
+        "pytest-roofline ab --baseline=REF [--rounds=K] [--budget=SECONDS] [options] "
+        "-- [pytest args]"
+    )
+    parser.epilog = (
+        "Defaults for --rounds, --budget, --setup and --import-root come from the ab: section "
+        "of roofline.yaml. Exit status: 0 ship, 1 rollback (and escalate under --gate "
+        "escalate), 2 usage error or a refused run. See docs/paired.md."
+    )
+    parser.add_argument(
+        "--baseline",
+        required=True,
+        metavar="REF",
+        help="git revision to compare with (branch, tag, commit; e.g. origin/main or HEAD~1)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        metavar="K",
+        help="alternating rounds, ABBA order (default 8; at least 3)",
+    )
+    parser.add_argument(
+        "--budget",
+        metavar="SECONDS",
+        help="measurement time per test and side over all rounds, e.g. 1 or 2s (default 1 s)",
+    )
+    parser.add_argument(
+        "--setup", metavar="CMD", help="shell command run once in each tree before the rounds"
+    )
+    parser.add_argument(
+        "--import-root",
+        metavar="DIR",
+        help="directory of each tree put first on PYTHONPATH, relative to the tree (default .)",
+    )
+    parser.add_argument(
+        "--baseline-python",
+        metavar="PATH",
+        help="interpreter for the baseline side (a relative path is taken in the baseline tree)",
+    )
+    parser.add_argument(
+        "--candidate-python",
+        metavar="PATH",
+        help="interpreter for the candidate side (default: this Python)",
+    )
+    _store_option(parser, required=False)
+    parser.add_argument("--label", default="ab", help="label of the saved paired run (default: ab)")
+    parser.add_argument(
+        "--report", "--html", dest="html", metavar="OUT", help="write the HTML signoff report"
+    )
+    parser.add_argument("--markdown", metavar="OUT", help="write the Markdown summary")
+    parser.add_argument("--json", metavar="OUT", help="write the JSON document")
+    parser.add_argument(
+        "--gate",
+        choices=GATES,
+        default="rollback",
+        help="which decision exits with status 1 (default: rollback; escalate: rollback and escalate)",
+    )
+    parser.add_argument(
+        "pytest_args",
+        nargs="*",
+        metavar="PYTEST_ARGS",
+        help="after --: pytest arguments used in both trees (test paths, -k, -m ...)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

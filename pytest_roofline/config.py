@@ -240,9 +240,11 @@ class AbSettings:
     """Defaults of ``pytest-roofline ab`` from the ``ab:`` section (the command line overrides them).
 
     ``budget_s`` is the measurement time per test and side over all rounds (each round gets
-    ``budget_s / rounds``). Eight rounds: measured here, the spread of the mean per-round p95
-    ratio of unchanged code falls from 0.10 (4 rounds) to 0.06 (8 rounds)
-    (``research/noise-here.md`` section 4, ``docs/paired.md``).
+    ``budget_s / rounds``). Eight rounds: measured here (``docs/paired.md``), a uniform +10%
+    regression was rolled back in 47% / 77% / 80% of test-trials at 4 / 8 / 12 rounds, for
+    3.3 / 5.5 / 7.6 times the wall time of pytest-benchmark's default run of 10 tests. One
+    second a side gives a 1 ms call ~125 samples a round at 8 rounds, enough for its p99
+    (100 a round, :func:`pytest_roofline.paired.min_round_samples`).
     """
 
     rounds: int = 8

@@ -167,6 +167,35 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
+class StripDot:
+    x: float
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class StripRow:
+    """One quantile's per-round ratios on a paired run's strip (log scale, ratio 1 at ``one_x``)."""
+
+    label: str
+    y: float
+    combined_x: float | None
+    dots: tuple[StripDot, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RatioStrip:
+    """The per-round candidate / baseline ratios of a paired test: is the change consistent?"""
+
+    width: float
+    height: float
+    left: float
+    right: float
+    one_x: float
+    rows: tuple[StripRow, ...]
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
 class Row:
     index: int
     nodeid: str
@@ -176,6 +205,7 @@ class Row:
     memo_id: str | None
     cells: tuple[Cell, ...]
     owner: str
+    strip: RatioStrip | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +240,7 @@ class Memo:
     evidence: tuple[Fact, ...]
     ecdf: LineChart | None
     timeline: LineChart | None
+    strip: RatioStrip | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +279,7 @@ class ReportView:
     method: tuple[Fact, ...]
     versions: tuple[tuple[str, str], ...]
     generated: str
+    paired: tuple[Fact, ...] = ()
 
 
 # --------------------------------------------------------------------------- banner
@@ -347,6 +379,17 @@ def _gate(run: Mapping[str, Any]) -> tuple[Fact, ...]:
     )
 
 
+def _design(run: Mapping[str, Any]) -> str | None:
+    design = _text(run.get("design"))
+    if design != "paired":
+        return design
+    rounds = run.get("rounds")
+    ref = _text(_map(run.get("paired")).get("baseline_ref"))
+    return f"paired, {rounds if isinstance(rounds, int) else '?'} rounds (ABBA)" + (
+        f" against {ref}" if ref else ""
+    )
+
+
 def _banner(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> Banner:
     run = _map(document.get("run"))
     target = _map(run.get("target"))
@@ -370,7 +413,7 @@ def _banner(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> 
             ("Started", _text(run.get("started"))),
             ("Finished", _text(run.get("finished"))),
             ("Machine", _text(run.get("machine"))),
-            ("Design", _text(run.get("design"))),
+            ("Design", _design(run)),
             ("Tests", str(len(tests))),
         )
         if value
@@ -481,6 +524,52 @@ def _sla_cell(sla: Mapping[str, Any]) -> Cell:
     return Cell("none", "3", "muted")
 
 
+_STRIP_WIDTH, _STRIP_LEFT, _STRIP_RIGHT = 168.0, 26.0, 162.0
+
+
+def _strip(test: Mapping[str, Any]) -> RatioStrip | None:
+    """The per-round ratio strip of a paired test (``None`` for a two-run test)."""
+    info = _map(test.get("paired"))
+    ratios = _map(info.get("ratios"))
+    change = _map(test.get("change"))
+    rows_in: list[tuple[str, list[float], float | None]] = []
+    for q in ("p50", "p95", "p99"):
+        values = [v for v in (_num(x) for x in _list(ratios.get(q))) if v is not None and v > 0]
+        if not values:
+            continue
+        combined = _num(_map(change.get(q)).get("ratio"))
+        rows_in.append((q, values, combined if combined is not None and combined > 0 else None))
+    if not rows_in:
+        return None
+    everything = [1.0] + [v for _, vs, c in rows_in for v in (*vs, *([c] if c else []))]
+    low, high = math.log(min(everything) / 1.05), math.log(max(everything) * 1.05)
+
+    def x(value: float) -> float:
+        return _STRIP_LEFT + (math.log(value) - low) / (high - low) * (_STRIP_RIGHT - _STRIP_LEFT)
+
+    rows = []
+    for i, (q, values, combined) in enumerate(rows_in):
+        # Rounds keep their order in the titles so a reviewer can match them to the run's log.
+        dots = tuple(
+            StripDot(round(x(v), 1), f"{q} round {n + 1}: {format_ratio(v)}")
+            for n, v in enumerate(values)
+        )
+        rows.append(StripRow(q, 8.0 + 12.0 * i, round(x(combined), 1) if combined else None, dots))
+    rounds = info.get("rounds")
+    label = f"candidate ÷ baseline per round ({rounds} rounds): " + "; ".join(
+        f"{q} " + " ".join(format_ratio(v) for v in values) for q, values, _ in rows_in
+    )
+    return RatioStrip(
+        width=_STRIP_WIDTH,
+        height=2.0 + 10.0 * len(rows),
+        left=_STRIP_LEFT,
+        right=_STRIP_RIGHT,
+        one_x=round(x(1.0), 1),
+        rows=tuple(rows),
+        label=label,
+    )
+
+
 def _row(index: int, test: Mapping[str, Any], memo_id: str | None) -> Row:
     change = _map(test.get("change"))
     has_baseline = isinstance(test.get("baseline"), Mapping)
@@ -511,6 +600,7 @@ def _row(index: int, test: Mapping[str, Any], memo_id: str | None) -> Row:
         memo_id=memo_id,
         cells=cells,
         owner=owner,
+        strip=_strip(test),
     )
 
 
@@ -748,6 +838,7 @@ def _memo(index: int, test: Mapping[str, Any], run_changes: tuple[TagChange, ...
         evidence=_evidence(test),
         ecdf=charts.ecdf_chart(cand_series, _list(series.get("baseline"))),
         timeline=charts.timeline_chart(cand_series, references=references),
+        strip=_strip(test),
     )
 
 
@@ -859,6 +950,45 @@ def _method() -> tuple[Fact, ...]:
     )
 
 
+def _paired_method(run: Mapping[str, Any]) -> tuple[Fact, ...]:
+    """What a reviewer needs to know about a paired run's design (empty for two-run designs)."""
+    if run.get("design") != "paired":
+        return ()
+    info = _map(run.get("paired"))
+    sides = _map(info.get("sides"))
+    facts = [
+        Fact("Design", _design(run) or "paired"),
+        Fact(
+            "Baseline",
+            f"{info.get('baseline_ref', '?')} ({str(info.get('baseline_commit', '?'))[:12]})",
+        ),
+        Fact(
+            "Candidate",
+            f"current tree ({str(info.get('candidate_commit', '?'))[:12]}"
+            + (", with uncommitted changes)" if info.get("candidate_dirty") else ")"),
+        ),
+        Fact("Order", " ".join(str(o) for o in _list(info.get("order"))) or "n/a", "mono"),
+        Fact(
+            "Budget",
+            f"{format_seconds(_num(info.get('budget_s')))} per test and side "
+            f"({format_seconds(_num(info.get('budget_per_round_s')))} a round)",
+        ),
+    ]
+    for side in ("baseline", "candidate"):
+        facts.append(
+            Fact(
+                f"{side.capitalize()} imports",
+                ", ".join(
+                    f"{k} from {v}"
+                    for k, v in sorted(_map(_map(sides.get(side)).get("resolved")).items())
+                )
+                or "n/a",
+                "mono",
+            )
+        )
+    return tuple(facts)
+
+
 def _versions(document: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     versions = _map(document.get("versions"))
     return tuple((str(k), str(v)) for k, v in versions.items() if v is not None)
@@ -898,6 +1028,7 @@ def build_view(document: Mapping[str, Any]) -> ReportView:
         method=_method(),
         versions=_versions(document),
         generated=_text(run.get("finished")) or _text(run.get("started")) or "",
+        paired=_paired_method(run),
     )
 
 

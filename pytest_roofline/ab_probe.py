@@ -1,0 +1,110 @@
+"""Where a side's code came from: the probe ``pytest-roofline ab`` loads into every round.
+
+``pytest-roofline ab`` runs each round as ``python -m pytest -p pytest_roofline.ab_probe
+--roofline-ab-probe=PATH ...``. At the end of the session this plugin writes to ``PATH`` a small
+JSON record of the files the session imported: the pytest rootdir, the collected test files,
+every module loaded from outside the Python environment (the trees' own code, editable installs,
+``PYTHONPATH`` entries) and the top-level modules loaded from the environment (installed
+copies). The command, not this plugin, judges the record: a baseline round that imported the
+candidate's tree, or the reverse, would compare a tree with itself, and is refused
+(:func:`pytest_roofline.ab.check_side`).
+
+It only records; it changes nothing about the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import site
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["PROBE_OPTION", "environment_dirs", "probe_record"]
+
+PROBE_OPTION = "--roofline-ab-probe"
+PROBE_FORMAT = "pytest-roofline-ab-probe"
+
+
+def environment_dirs(rootdir: Path) -> list[Path]:
+    """The Python environment's directories (prefixes, stdlib, site-packages).
+
+    A directory that contains ``rootdir`` is left out: with a virtual environment inside the
+    project (``.venv``) only its own directory counts, and a prefix such as ``/`` would
+    otherwise swallow the trees themselves.
+    """
+    candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    paths = sysconfig.get_paths()
+    candidates += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    # Some embedded interpreters have no site.getsitepackages.
+    with contextlib.suppress(AttributeError):
+        candidates += site.getsitepackages()
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if isinstance(user_site, str):
+        candidates.append(user_site)
+    root = rootdir.resolve()
+    out: list[Path] = []
+    for text in dict.fromkeys(candidates):
+        path = Path(text).resolve()
+        if path == root or path in root.parents:
+            continue
+        out.append(path)
+    return out
+
+
+def _within(path: Path, dirs: list[Path]) -> bool:
+    return any(path == d or d in path.parents for d in dirs)
+
+
+def probe_record(rootdir: Path, test_files: list[str]) -> dict[str, Any]:
+    """The JSON record of what this process imported (see the module docstring)."""
+    env = environment_dirs(rootdir)
+    modules: dict[str, str] = {}
+    env_top: dict[str, str] = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not file:
+            continue
+        try:
+            path = Path(file).resolve()
+        except OSError:
+            continue
+        if _within(path, env):
+            if "." not in name:
+                env_top[name] = str(path)
+        else:
+            modules[name] = str(path)
+    return {
+        "format": PROBE_FORMAT,
+        "rootdir": str(rootdir.resolve()),
+        "executable": sys.executable,
+        "cwd": os.getcwd(),
+        "test_files": sorted(set(test_files)),
+        "modules": modules,
+        "environment_modules": env_top,
+    }
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        PROBE_OPTION,
+        metavar="PATH",
+        default=None,
+        dest="roofline_ab_probe",
+        help="(used by pytest-roofline ab) write which files this session imported to PATH.",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = session.config.getoption("roofline_ab_probe")
+    if not target:
+        return
+    files = [str(Path(str(item.path)).resolve()) for item in getattr(session, "items", ())]
+    record = probe_record(Path(session.config.rootpath), files)
+    Path(target).write_text(json.dumps(record), encoding="utf-8")

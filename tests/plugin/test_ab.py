@@ -1,0 +1,211 @@
+"""``pytest-roofline ab`` end to end: a two-commit git repository, real rounds, real refusals.
+
+The candidate commit makes the measured function four times slower, so the decision does not
+depend on the machine's noise; every round is a real ``python -m pytest`` subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline.ab import load_paired
+from pytest_roofline.cli import main
+from pytest_roofline.store import Store
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+PACKAGE = "N = {n}\n\n\ndef work():\n    return sum(i * i for i in range(N))\n"
+TEST = """
+import pytest
+
+import fastpkg
+
+
+@pytest.mark.roofline(owner="perf-team", rollback="revert the loop change")
+def test_work(roofline):
+    roofline(fastpkg.work)
+"""
+ROOFLINE_YAML = """
+target: ci-runner
+targets:
+  ci-runner: {peak_flops_per_s: {fp64: 4.0e10}, peak_bytes_per_s: {dram: 2.0e10}}
+"""
+# Rounds of 50 ms per test; hypothesis's plugin (when installed) only slows each process start.
+FAST = ["--rounds=4", "--budget=0.2"]
+PYTEST_ARGS = ["--", "-p", "no:hypothesispytest", "tests"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run([*GIT, *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A src-layout project whose second commit makes ``fastpkg.work`` four times slower."""
+    root = tmp_path / "repo"
+    (root / "src" / "fastpkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "fastpkg" / "__init__.py").write_text(PACKAGE.format(n=1000))
+    (root / "tests" / "test_perf.py").write_text(TEST)
+    (root / "roofline.yaml").write_text(ROOFLINE_YAML)
+    (root / "pytest.ini").write_text("[pytest]\nroofline_warmup = 1ms\nroofline_min_samples = 5\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    (root / "src" / "fastpkg" / "__init__.py").write_text(PACKAGE.format(n=4000))
+    git(root, "commit", "-qam", "four times the work")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    return root
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [line for line in git(repo, "worktree", "list").splitlines() if line.strip()]
+
+
+def test_a_slower_commit_is_rolled_back_from_paired_rounds(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(
+        [
+            "ab", "--baseline=HEAD~1", *FAST, "--import-root=src",
+            "--json=out.json", "--report=out.html", "--markdown=out.md", *PYTEST_ARGS,
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert status == 1, err
+    assert "decision: ROLLBACK" in out
+    assert "round 4/4 baseline" in err
+
+    document = json.loads((repo / "out.json").read_text())
+    run = document["run"]
+    assert (run["design"], run["rounds"]) == ("paired", 4)
+    assert run["paired"]["order"] == ["AB", "BA", "AB", "BA"]
+    sides = [r["side"] for r in run["paired"]["round_seconds"]]
+    assert sides == ["baseline", "candidate", "candidate", "baseline"] * 2
+    assert run["paired"]["baseline_commit"] == git(repo, "rev-parse", "HEAD~1").strip()
+    resolved = {side: run["paired"]["sides"][side]["resolved"]["fastpkg"] for side in sides}
+    assert resolved["candidate"] == str(repo / "src" / "fastpkg" / "__init__.py")
+    assert not resolved["baseline"].startswith(str(repo))  # the baseline's own worktree
+
+    (test,) = document["tests"]
+    assert test["decision"] == "rollback"
+    assert test["change"]["p95"]["verdict"] == "regression"
+    assert test["change"]["p95"]["ratio"] > 2
+    assert len(test["paired"]["ratios"]["p95"]) == 4
+    assert all(r > 1.5 for r in test["paired"]["ratios"]["p95"])
+    assert test["owners"] == ["perf-team"]
+    assert test["replay_command"] == (
+        "pytest-roofline ab '--baseline=HEAD~1' --rounds=4 --import-root=src -- "
+        "tests/test_perf.py::test_work"
+    )
+
+    html = (repo / "out.html").read_text()
+    assert "paired, 4 rounds (ABBA) against HEAD~1" in html
+    assert '<svg class="strip"' in html
+    assert "ROLLBACK" in (repo / "out.md").read_text()
+
+    with Store.open(repo / ".roofline" / "store.sqlite", create=False) as store:
+        ((run_id, record, n),) = store.list_runs()
+        assert (record.design, record.label, n) == ("paired", "ab", 1)
+        assert record.summary["document"]["decision"] == "rollback"
+        samples = load_paired(store, run_id)[test["nodeid"]]
+    assert len(samples.baseline) == len(samples.candidate) == 4
+    assert all(a.size > 50 for a in (*samples.baseline, *samples.candidate))
+    assert len(worktrees(repo)) == 1  # the baseline worktree is gone
+
+    # The stored run re-renders, and its exit status follows the gate asked for.
+    assert main(["report", "ab", "--store=.roofline/store.sqlite", "--gate=never"]) == 0
+
+
+def test_a_ref_that_does_not_exist_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ab", "--baseline=no-such-branch", *FAST, *PYTEST_ARGS]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline=no-such-branch: no commit named 'no-such-branch'" in err
+    assert "git fetch origin main" in err
+    assert len(worktrees(repo)) == 1
+
+
+def test_a_directory_outside_git_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert main(["ab", "--baseline=main", *PYTEST_ARGS]) == 2
+    assert "is not inside a git repository" in capsys.readouterr().err
+
+
+def test_an_import_root_that_makes_both_sides_import_one_tree_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An absolute import root is the same directory for both sides: here the candidate's src.
+    status = main(["ab", "--baseline=HEAD~1", *FAST, f"--import-root={repo / 'src'}", *PYTEST_ARGS])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "round 1 of 4, baseline side: refused" in err
+    assert "imported fastpkg from the candidate's tree" in err
+    assert len(worktrees(repo)) == 1  # removed on failure too
+    assert (
+        not (repo / ".roofline" / "store.sqlite").exists()
+        or not Store.open(repo / ".roofline" / "store.sqlite").list_runs()
+    )
+
+
+def test_an_editable_style_path_to_one_tree_is_refused_with_the_import_root_to_use(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What "pip install -e ." of the candidate looks like to the baseline: the package found on
+    # the path at the candidate's src, because the default import root "." does not hold it.
+    monkeypatch.setenv("PYTHONPATH", str(repo / "src"))
+    assert main(["ab", "--baseline=HEAD~1", *FAST, *PYTEST_ARGS]) == 2
+    err = capsys.readouterr().err
+    assert "imported fastpkg from the candidate's tree" in err
+    assert "--import-root=src" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rounds=2"], "--rounds=2: at least 3 rounds are needed"),
+        (["--budget=soon"], "--budget: expected a duration"),
+        (
+            ["--", "--roofline-save=x"],
+            "--roofline-save is set by pytest-roofline ab in every round",
+        ),
+        (["--baseline-python=no-such-python"], "no such interpreter on PATH"),
+        (["--candidate-python=.venv/bin/python"], "is not an executable file"),
+    ],
+)
+def test_bad_options_are_refused_before_any_round(
+    repo: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["ab", "--baseline=HEAD~1", *args]) == 2
+    assert message in capsys.readouterr().err
+    assert len(worktrees(repo)) == 1
+
+
+def test_the_setup_runs_once_in_each_tree_and_a_failing_setup_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Passes in the baseline's tree (first), fails in the candidate's: both ran, in that order,
+    # each in its own tree and told which side it is.
+    setup = (
+        'test "$ROOFLINE_AB_SIDE" = baseline && test "$PWD" != "$ROOFLINE_AB_TREE_EXPECTED" '
+        "|| exit 7"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROOFLINE_AB_TREE_EXPECTED", str(repo))
+        status = main(["ab", "--baseline=HEAD~1", *FAST, f"--setup={setup}", *PYTEST_ARGS])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "setup (baseline)" in err and "setup (candidate)" in err
+    assert "--setup failed on the candidate side (exit 7)" in err
+    assert len(worktrees(repo)) == 1
