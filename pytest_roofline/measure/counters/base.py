@@ -61,19 +61,15 @@ class CounterBackend(Protocol):
 
         A missing counter is a status, never an exception.
         """
-        ...
 
     def start(self) -> None:
         """Begin a measured region."""
-        ...
 
     def stop(self) -> Mapping[str, float]:
         """End the region and return values for counters whose status is ``ok``."""
-        ...
 
     def close(self) -> None:
         """Release every resource (file descriptors, libraries); the backend is not used again."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +92,6 @@ class ReportsDetails(Protocol):
 
     def details(self) -> BackendDetails:
         """Return details of the most recent ``probe()`` or ``stop()``."""
-        ...
 
 
 @runtime_checkable
