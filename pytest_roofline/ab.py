@@ -666,6 +666,7 @@ def analyse_rounds(
                 },
                 drift=None,
                 replay=None,
+                design="paired",
             )
             # The roofline placement follows the paired p50 whether or not p50 is gated.
             p50 = found.get("p50") or paired.compare_paired(

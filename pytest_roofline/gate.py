@@ -200,6 +200,8 @@ class TestEvidence:
     family_size: int
     common_mode: float = 1.0
     fidelity: tuple[Fidelity, ...] = ()
+    # "two-run" (separate baseline and candidate runs) or "paired" (alternating rounds, one job)
+    design: str = "two-run"
 
 
 def margins(entry: BaselineEntry, context: GateContext) -> dict[str, float]:

@@ -125,9 +125,14 @@ def _mechanism(e: TestEvidence) -> tuple[str | None, tuple[str, ...]]:
         competing.append(f"changed layers: {', '.join(e.layers_changed)}")
     if e.batched:
         competing.append("samples are batched: their tails are not per-call tails")
-    competing.append(
-        "shared-machine speed change between the runs (see the run's common-mode factor)"
-    )
+    if e.design == "paired":
+        competing.append(
+            "a disturbance that hit one side's rounds more than the other's (see the per-round ratios)"
+        )
+    else:
+        competing.append(
+            "shared-machine speed change between the runs (see the run's common-mode factor)"
+        )
     return "; ".join(parts), tuple(competing)
 
 

@@ -154,3 +154,11 @@ def test_replace_keeps_evidence_frozen() -> None:
     with pytest.raises(AttributeError):
         e.nodeid = "x"  # type: ignore[misc]
     assert replace(e, nodeid="y").nodeid == "y"
+
+
+def test_a_paired_comparison_does_not_blame_the_speed_change_between_runs() -> None:
+    two_run = decide_test(evidence(comparisons={"p95": REGRESSION}))
+    paired = decide_test(evidence(comparisons={"p95": REGRESSION}, design="paired"))
+    assert any("between the runs" in h for h in two_run.competing_hypotheses)
+    assert not any("between the runs" in h for h in paired.competing_hypotheses)
+    assert any("per-round ratios" in h for h in paired.competing_hypotheses)
