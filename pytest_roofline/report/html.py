@@ -478,16 +478,22 @@ def _verdict_cell(change: Mapping[str, Any]) -> Cell:
         _map(change.get("p95")).get("improvement") is True
         or _map(change.get("p99")).get("improvement") is True
     )
+    v50 = _known(_map(change.get("p50")).get("verdict"), _VERDICTS, "")
     if not v95 and not v99:
         return Cell("n/a", "", "muted")
-    # Sort by the worse of the two verdicts: regression first, then suspect, ...
+    # Sort by the worst verdict: regression first, then suspect, ...
     rank = {"regression": 0, "suspect": 1, "insufficient": 2, "not detected": 3, "ok": 4, "": 5}
+    sub = f"p99 {v99 or 'n/a'}"
+    if v50 in ("regression", "suspect"):
+        # The median is gated too; show it when it is what points at a regression.
+        sub += f" · p50 {v50}"
+    worst_sub = min((v99, v50), key=rank.__getitem__) if v50 in ("regression", "suspect") else v99
     return Cell(
         f"p95 {v95 or 'n/a'}" + (" · improved" if improved else ""),
-        str(min(rank[v95], rank[v99])),
+        str(min(rank[v95], rank[v99], rank[v50])),
         f"verdict v-{v95.replace(' ', '-')}" if v95 else "verdict muted",
-        sub=f"p99 {v99 or 'n/a'}",
-        sub_cls=f"v-{v99.replace(' ', '-')}" if v99 else "muted",
+        sub=sub,
+        sub_cls=f"v-{worst_sub.replace(' ', '-')}" if worst_sub else "muted",
     )
 
 

@@ -278,3 +278,16 @@ def test_the_view_is_built_without_deciding(document: dict[str, Any]) -> None:
     assert [r.decision for r in view.rows].count("rollback") == sum(
         t["decision"] == "rollback" for t in document["tests"]
     )
+
+
+def test_a_median_regression_shows_in_the_verdict_cell() -> None:
+    document = make_document(3, seed=5)
+    test = document["tests"][0]
+    test["change"] = {
+        "p95": {"ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "verdict": "ok", "improvement": True},
+        "p99": {"ratio": 1.0, "ci_low": 0.9, "ci_high": 1.1, "verdict": "not detected"},
+        "p50": {"ratio": 3.5, "ci_low": 3.2, "ci_high": 3.9, "verdict": "regression"},
+    }
+    page = parse(render_html(document))
+    row = next(r for r in _rows(page) if r.find_all("span", cls="id")[0].text == test["nodeid"])
+    assert "p50 regression" in row.text
