@@ -42,7 +42,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from pytest_roofline import paired, stats
+from pytest_roofline import paired
 from pytest_roofline.analysis import (
     MIN_TESTS_FOR_COMMON_MODE,
     build_run_view,
@@ -67,6 +67,7 @@ from pytest_roofline.gate import (
     GateContext,
     TestEvidence,
     baseline_entry,
+    bound_change_between,
     evaluate,
 )
 from pytest_roofline.hardware import HardwareTarget
@@ -520,17 +521,7 @@ def _paired_roofline(
     if c is None or c.verdict == "insufficient" or not _positive(c.ratio) or not base_summary.p50_s:
         return replace(evidence, bound_change=None, efficiency_ratio=None)
     point = target.place(declared, base_summary.p50_s * c.ratio)
-    bound = None
-    ridge = point.ridge if point.ridge is not None else math.nan
-    if math.isfinite(ridge) and _positive(base_point.intensity) and _positive(point.intensity):
-        bound = stats.bound_change(
-            base_point.intensity,
-            point.intensity,
-            base_point.ridge or ridge,
-            base_class=base_point.bound,
-            cand_class=point.bound,
-            cand_ridge=ridge,
-        )
+    bound = bound_change_between(base_point, point)
     low = c.ci.low
     return replace(
         evidence,

@@ -37,6 +37,7 @@ __all__ = [
     "SlaOutcome",
     "TestEvidence",
     "baseline_entry",
+    "bound_change_between",
     "evaluate",
     "margins",
     "rng_for",
@@ -418,6 +419,25 @@ def _positive(value: float | None) -> bool:
     return value is not None and math.isfinite(value) and value > 0
 
 
+def bound_change_between(base: RooflinePoint, cand: RooflinePoint) -> stats.BoundChange | None:
+    """The bound-class change from ``base`` to ``cand``, or ``None`` where none is defined.
+
+    A class change is only defined between two points with a finite, positive intensity (a pure
+    copy declares ``flops=0``, a pure compute kernel ``bytes_moved=0``) and a finite ridge.
+    """
+    ridge = cand.ridge if cand.ridge is not None else math.nan
+    if not (math.isfinite(ridge) and _positive(base.intensity) and _positive(cand.intensity)):
+        return None
+    return stats.bound_change(
+        base.intensity,
+        cand.intensity,
+        base.ridge or ridge,
+        base_class=base.bound,
+        cand_class=cand.bound,
+        cand_ridge=ridge,
+    )
+
+
 def _drift_threshold(deltas: Mapping[str, float]) -> float:
     """Smallest first-to-last window change that counts as drift.
 
@@ -487,22 +507,7 @@ def evaluate(
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
         if point is not None and baseline_point is not None:
-            ridge = point.ridge if point.ridge is not None else math.nan
-            # A class change is only defined between two points with a finite, positive
-            # intensity (a pure copy declares flops=0, a pure compute kernel bytes_moved=0).
-            if (
-                math.isfinite(ridge)
-                and _positive(baseline_point.intensity)
-                and _positive(point.intensity)
-            ):
-                bound = stats.bound_change(
-                    baseline_point.intensity,
-                    point.intensity,
-                    baseline_point.ridge or ridge,
-                    base_class=baseline_point.bound,
-                    cand_class=point.bound,
-                    cand_ridge=ridge,
-                )
+            bound = bound_change_between(baseline_point, point)
             if point.efficiency and baseline_point.efficiency:
                 efficiency_ratio = point.efficiency / baseline_point.efficiency
         base_precision = entry.declared.precision if entry.declared else None
