@@ -63,11 +63,14 @@ def test_a_measured_run_writes_every_slice_with_quantiles_declared_work_and_qual
     assert large["quality"]["max_abs_err"] == {
         "value": 0.0, "higher_is_better": False, "tolerance": None, "baseline": None, "ok": None,
     }  # fmt: skip
-    assert large["decision"] == "ship"
-    assert document["decision"] == "ship"
+    # No baseline and a generous SLA: nothing can roll back; real timings may drift (escalate).
+    assert large["decision"] in ("ship", "escalate")
+    assert document["decision"] in ("ship", "escalate")
     assert large["baseline"] is None
     fidelity = large["counters"]["fidelity"]
-    assert fidelity["flops"]["status"] == ("measured" if large["counters"]["status"]["perf.fp_ops"] == "ok" else "unmeasured")
+    assert fidelity["flops"]["status"] == (
+        "measured" if large["counters"]["status"]["perf.fp_ops"] == "ok" else "unmeasured"
+    )
     cache = large["counters"]["status"]["perf.cache_misses"]
     assert fidelity["bytes_moved"]["status"] == ("measured" if cache == "ok" else "unmeasured")
     assert fidelity["bytes_moved"]["relative_error"] is None or cache == "ok"

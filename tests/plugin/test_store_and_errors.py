@@ -22,7 +22,10 @@ def test_a_saved_run_becomes_the_baseline_of_the_next_run(
     first.stdout.fnmatch_lines(["*roofline: saved run 1 as 'main' in *store.sqlite*"])
     assert (project.path / ".roofline" / "store.sqlite").exists()
 
-    second, document = run_and_parse("--roofline-baseline=main", "--roofline-tag=model=v2")
+    # Real timings: the gate may see noise here; this test is about the baseline plumbing.
+    second, document = run_and_parse(
+        "--roofline-baseline=main", "--roofline-tag=model=v2", "--roofline-gate=never"
+    )
     second.assert_outcomes(passed=2)
     assert document["run"]["baseline_label"] == "main"
     assert document["run"]["baseline_run_id"] == 1
