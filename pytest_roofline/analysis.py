@@ -317,6 +317,14 @@ def build_run_view(
         if r.measurement.counters is not None
         and r.measurement.counters.completeness < MIN_COUNTER_COMPLETENESS
     ]
+    # Shown with the run's reasons (it explains gaps in the evidence), but decides nothing.
+    counter_notes = (
+        (
+            f"{len(counters_low)} test(s) with counter completeness below {MIN_COUNTER_COMPLETENESS:.0%}",
+        )
+        if counters_low
+        else ()
+    )
     decision = decide_run(
         {nodeid: doc.get("decision", "ship") for nodeid, doc in documents.items()},
         common_mode=common,
@@ -368,12 +376,7 @@ def build_run_view(
         ),
         missing_from_candidate=tuple(n for n in sorted(baseline_results) if n not in results),
         decision=decision.decision,
-        reasons=decision.reasons
-        + tuple(
-            f"{len(counters_low)} test(s) with counter completeness below {MIN_COUNTER_COMPLETENESS:.0%}"
-            for _ in [0]
-            if counters_low
-        ),
+        reasons=decision.reasons + counter_notes,
         observability=_observability(results, documents, gate),
         first_failing_slices=first_failing_slices(results, documents),
         common_mode=(
