@@ -69,6 +69,7 @@ from pytest_roofline.gate import (
     baseline_entry,
     bound_change_between,
     evaluate,
+    is_positive_finite,
 )
 from pytest_roofline.hardware import HardwareTarget
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
@@ -493,10 +494,6 @@ def _pooled_result(payload: Mapping[str, Any], samples: np.ndarray, rounds: int)
     return replace(result, measurement=replace(measurement, samples=sample_set))
 
 
-def _positive(value: float | None) -> bool:
-    return value is not None and math.isfinite(value) and value > 0
-
-
 def _paired_roofline(
     evidence: TestEvidence,
     declared: DeclaredWork | None,
@@ -518,7 +515,12 @@ def _paired_roofline(
     if target is None or declared is None or base_point is None or base_summary is None:
         return evidence
     c = p50.comparison if p50 is not None else None
-    if c is None or c.verdict == "insufficient" or not _positive(c.ratio) or not base_summary.p50_s:
+    if (
+        c is None
+        or c.verdict == "insufficient"
+        or not is_positive_finite(c.ratio)
+        or not base_summary.p50_s
+    ):
         return replace(evidence, bound_change=None, efficiency_ratio=None)
     point = target.place(declared, base_summary.p50_s * c.ratio)
     bound = bound_change_between(base_point, point)
@@ -527,7 +529,7 @@ def _paired_roofline(
         evidence,
         point=point,
         bound_change=bound,
-        efficiency_ratio=1.0 / low if _positive(low) else None,
+        efficiency_ratio=1.0 / low if is_positive_finite(low) else None,
     )
 
 

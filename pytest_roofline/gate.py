@@ -39,6 +39,7 @@ __all__ = [
     "baseline_entry",
     "bound_change_between",
     "evaluate",
+    "is_positive_finite",
     "margins",
     "rng_for",
     "should_replay",
@@ -415,7 +416,8 @@ def _quality(
     return tuple(outcomes), missing
 
 
-def _positive(value: float | None) -> bool:
+def is_positive_finite(value: float | None) -> bool:
+    """Whether ``value`` is a number, finite and above zero."""
     return value is not None and math.isfinite(value) and value > 0
 
 
@@ -426,7 +428,11 @@ def bound_change_between(base: RooflinePoint, cand: RooflinePoint) -> stats.Boun
     copy declares ``flops=0``, a pure compute kernel ``bytes_moved=0``) and a finite ridge.
     """
     ridge = cand.ridge if cand.ridge is not None else math.nan
-    if not (math.isfinite(ridge) and _positive(base.intensity) and _positive(cand.intensity)):
+    if not (
+        math.isfinite(ridge)
+        and is_positive_finite(base.intensity)
+        and is_positive_finite(cand.intensity)
+    ):
         return None
     return stats.bound_change(
         base.intensity,

@@ -365,7 +365,21 @@ def compare_paired(
         )
         return PairedComparison(comparison, tuple(ratios), k, df)
 
-    nan_ci = stats.ConfidenceInterval(math.nan, math.nan)
+    def insufficient(ratio: float, *, se: float, reason: str, df: int) -> PairedComparison:
+        nan_ci = stats.ConfidenceInterval(math.nan, math.nan)
+        return result(
+            ratio=ratio,
+            ci=nan_ci,
+            p=math.nan,
+            verdict="insufficient",
+            improvement=False,
+            delta_used=delta,
+            mde=math.nan,
+            se=se,
+            reason=reason,
+            df=df,
+        )
+
     floor = stats.n_floor(q, alpha)
     few_samples = pooled_b.size < floor or pooled_c.size < floor
     if k < min_rounds or few_samples:
@@ -380,18 +394,7 @@ def compare_paired(
                 f"{min_rounds} needed (raise the budget or the rounds)"
             )
         ratio = math.exp(float(np.median(used))) if k else math.nan
-        return result(
-            ratio=ratio,
-            ci=nan_ci,
-            p=math.nan,
-            verdict="insufficient",
-            improvement=False,
-            delta_used=delta,
-            mde=math.nan,
-            se=math.nan,
-            reason=why,
-            df=0,
-        )
+        return insufficient(ratio, se=math.nan, reason=why, df=0)
 
     mean, se, df = trimmed_mean_interval(used, trim=trim)
     ratio = math.exp(mean)
@@ -401,14 +404,8 @@ def compare_paired(
             RooflineWarning,
             stacklevel=2,
         )
-        return result(
-            ratio=ratio,
-            ci=nan_ci,
-            p=math.nan,
-            verdict="insufficient",
-            improvement=False,
-            delta_used=delta,
-            mde=math.nan,
+        return insufficient(
+            ratio,
             se=0.0,
             reason=f"{name}: no spread between the {k} rounds' ratios (identical rounds: a fake clock?)",
             df=df,

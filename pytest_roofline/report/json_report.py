@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pytest_roofline.gate import TestEvidence
     from pytest_roofline.policy import TestDecision
 
-__all__ = ["evidence_document", "run_document", "write_atomic", "write_document", "write_json"]
+__all__ = ["evidence_document", "run_document", "write_atomic", "write_document"]
 
 
 def _iso(timestamp: float) -> str:
@@ -223,7 +223,3 @@ def write_atomic(path: Path, text: str) -> None:
 def write_document(path: Path, document: Mapping[str, Any]) -> None:
     """Write a run document as JSON, atomically."""
     write_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
-
-
-def write_json(path: Path, view: RunView) -> None:
-    write_document(path, run_document(view))
