@@ -19,7 +19,7 @@ import time
 
 _CHILD = """
 import json, sys
-from pytest_roofline.calibration import calibrate_host
+from pytest_roofline.hardware.calibration import calibrate_host
 cal = calibrate_host(quick={quick}, threads={threads})
 json.dump(cal.to_dict(), sys.stdout)
 """

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_roofline.durations import format_seconds
-from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.units import format_seconds
+from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.roofline import DEFAULT_PRECISION, MEMORY_LEVELS, PRECISIONS, DeclaredWork
 
 __all__ = [

@@ -26,9 +26,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from pytest_roofline.durations import format_seconds
+from pytest_roofline.units import format_seconds
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.hardware import HardwareTarget, load_presets
+from pytest_roofline.hardware.target import HardwareTarget, load_presets
 from pytest_roofline.report import charts
 from pytest_roofline.report.charts import (
     LineChart,

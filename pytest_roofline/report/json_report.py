@@ -17,8 +17,8 @@ import numpy as np
 from pytest_roofline.report.model import JSON_SCHEMA_VERSION, RunView, TestView
 
 if TYPE_CHECKING:
-    from pytest_roofline.gate import TestEvidence
-    from pytest_roofline.policy import TestDecision
+    from pytest_roofline.gate.evidence import TestEvidence
+    from pytest_roofline.gate.policy import TestDecision
 
 __all__ = ["evidence_document", "run_document", "write_atomic", "write_document"]
 

@@ -1,4 +1,4 @@
-"""The view model every rendering reads, built once per run by :mod:`pytest_roofline.analysis`."""
+"""The view model every rendering reads, built once per run by :mod:`pytest_roofline.gate.run`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_roofline.results import QuantileSummary
+from pytest_roofline.model.results import QuantileSummary
 
 __all__ = ["JSON_SCHEMA_VERSION", "RunView", "TestView"]
 

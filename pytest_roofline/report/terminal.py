@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_roofline.durations import format_seconds
+from pytest_roofline.units import format_seconds
 from pytest_roofline.report.model import RunView, TestView
 
 __all__ = ["memo_text", "render_terminal"]

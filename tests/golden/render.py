@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.analysis import compare_stored_runs
+from pytest_roofline.gate.run import compare_stored_runs
 from pytest_roofline.report.html import render_html
 from pytest_roofline.report.markdown import render_markdown
-from pytest_roofline.store import Store
+from pytest_roofline.store.sqlite import Store
 
 # A re-analysis reports the versions it runs with; the golden outputs use these instead.
 FIXED_VERSIONS = {

@@ -208,7 +208,7 @@ def test_a_plugin_can_supply_the_hardware_target(
     project.makeconftest(
         """
         import pytest
-        from pytest_roofline.hardware import target_from_mapping
+        from pytest_roofline.hardware.target import target_from_mapping
         @pytest.hookimpl
         def pytest_roofline_hardware_target(config, name):
             return target_from_mapping("lab-box", {"peak_flops_per_s": {"fp32": 1e12}, "peak_bytes_per_s": {"dram": 1e11}}, where="conftest")

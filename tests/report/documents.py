@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_roofline.hardware import load_presets
+from pytest_roofline.hardware.target import load_presets
 
 DECISIONS = ("rollback", "escalate", "ship")
 VERDICTS = ("insufficient", "regression", "suspect", "ok", "not detected")

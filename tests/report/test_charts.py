@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_roofline.hardware import load_presets
+from pytest_roofline.hardware.target import load_presets
 from pytest_roofline.report import charts
 from pytest_roofline.report.charts import PointInput
 from pytest_roofline.roofline import DeclaredWork

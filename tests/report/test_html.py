@@ -132,7 +132,7 @@ def test_a_ship_only_run_has_no_memos_and_says_so() -> None:
 def test_the_platform_matrix_projects_declared_work_onto_every_preset(
     document: dict[str, Any], page: Page
 ) -> None:
-    from pytest_roofline.hardware import load_presets
+    from pytest_roofline.hardware.target import load_presets
 
     table = page.find_all("table", cls="matrix")[0]
     header = [th.text for th in table.find_all("th")]

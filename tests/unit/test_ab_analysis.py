@@ -8,18 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.ab import analyse_rounds, check_side, load_paired
-from pytest_roofline.config import AbSettings, GateSettings, build_config, parse_ab
+from pytest_roofline.ab.command import analyse_rounds, check_side, load_paired
+from pytest_roofline.config.settings import AbSettings, GateSettings, build_config, parse_ab
 from pytest_roofline.errors import ConfigError, StoreError
-from pytest_roofline.hardware import target_from_mapping
+from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.report.html import render_html
 from pytest_roofline.report.markdown import render_markdown
-from pytest_roofline.results import TestResult
+from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
-from pytest_roofline.sla import SlaSpec
-from pytest_roofline.store import RunRecord, Store, StoredResult, StoredRun
+from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult, StoredRun
 
 TAGS_BASE = {"python": "3.11", "git_commit": "aaa", "git_dirty": "no"}
 TAGS_CAND = {"python": "3.11", "git_commit": "bbb", "git_dirty": "no"}

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
-from pytest_roofline import calibration
-from pytest_roofline.calibration import (
+from pytest_roofline.hardware import calibration
+from pytest_roofline.hardware.calibration import (
     BUSY_CPU_SHARE,
     DRIFT_TOLERANCE,
     HostCalibration,
@@ -25,7 +25,7 @@ from pytest_roofline.calibration import (
     machine_fingerprint,
 )
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.hardware import load_presets
+from pytest_roofline.hardware.target import load_presets
 
 GB = 1e9
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.durations import format_seconds, parse_duration
+from pytest_roofline.units import format_seconds, parse_duration
 from pytest_roofline.errors import ConfigError
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.fidelity import counter_fidelity
+from pytest_roofline.gate.fidelity import counter_fidelity
 from pytest_roofline.measure.counters import CounterReading
 from pytest_roofline.roofline import DeclaredWork
 

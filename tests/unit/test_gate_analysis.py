@@ -7,21 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.analysis import (
+from pytest_roofline.gate.run import (
     compare_stored_runs,
     hardware_difference,
     layers_changed,
     replay_command,
 )
-from pytest_roofline.config import DEFAULT_LAYERS
-from pytest_roofline.gate import BaselineEntry, GateContext, evaluate, margins, should_replay
-from pytest_roofline.hardware import target_from_mapping
+from pytest_roofline.config.settings import DEFAULT_LAYERS
+from pytest_roofline.gate.evidence import BaselineEntry, GateContext, evaluate, margins, should_replay
+from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
-from pytest_roofline.results import TestResult
+from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
-from pytest_roofline.sla import SlaSpec
-from pytest_roofline.store import RunRecord, Store, StoredResult
+from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult
 
 TARGET = target_from_mapping(
     "ci", {"peak_flops_per_s": {"fp32": 1e11}, "peak_bytes_per_s": {"dram": 1e10}}, where="test"
@@ -184,8 +184,8 @@ def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change
 
 
 def test_the_first_failing_slice_of_a_group_is_its_smallest_failing_one() -> None:
-    from pytest_roofline.analysis import first_failing_slices
-    from pytest_roofline.workload import WorkloadSlice
+    from pytest_roofline.gate.run import first_failing_slices
+    from pytest_roofline.config.workload import WorkloadSlice
 
     rng = np.random.default_rng(8)
 

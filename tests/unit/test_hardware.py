@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.hardware import (
+from pytest_roofline.hardware.target import (
     HardwareTarget,
     Provenance,
     load_presets,

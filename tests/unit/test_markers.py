@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.markers import bind_marker
+from pytest_roofline.config.markers import bind_marker
 
 
 def test_a_full_marker_binds_to_typed_settings() -> None:

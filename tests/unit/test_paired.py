@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.errors import ConfigError, RooflineWarning
-from pytest_roofline.paired import (
+from pytest_roofline.stats.paired import (
     MIN_ROUNDS,
     PairedComparison,
     abba_order,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.gate import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
-from pytest_roofline.policy import decide_run, decide_test
-from pytest_roofline.results import QuantileSummary
+from pytest_roofline.gate.evidence import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
+from pytest_roofline.gate.policy import decide_run, decide_test
+from pytest_roofline.model.results import QuantileSummary
 from pytest_roofline.stats import (
     BoundChange,
     CommonMode,

@@ -375,7 +375,7 @@ def test_bound_values_are_exactly_the_json_contract() -> None:
 
 def test_the_roofline_module_needs_neither_pytest_nor_numpy() -> None:
     code = (
-        "import sys, pytest_roofline.roofline, pytest_roofline.hardware\n"
+        "import sys, pytest_roofline.roofline, pytest_roofline.hardware.target\n"
         "bad = {'pytest', '_pytest', 'numpy'} & set(sys.modules)\n"
         "assert not bad, bad\n"
     )

@@ -1,9 +1,9 @@
 """Hardware targets: the roofs a test is placed against, with the provenance of every number.
 
 A :class:`HardwareTarget` holds dense peak FLOP/s per precision and peak bytes/s per memory
-level. Targets come from three places (``source``): ``preset`` (``data/targets.yaml``, vendor
+level. Targets come from three places (``source``): ``preset`` (``hardware/presets.yaml``, vendor
 datasheets with source and retrieval date), ``config`` (``targets:`` in ``roofline.yaml``) and
-``measured`` (host calibration, :mod:`pytest_roofline.calibration`).
+``measured`` (host calibration, :mod:`pytest_roofline.hardware.calibration`).
 
 Never imports pytest. Errors in user input raise :class:`~pytest_roofline.errors.ConfigError`
 with the source, the bad value and the valid form.
@@ -49,7 +49,7 @@ _SOURCES: tuple[str, ...] = get_args(TargetSource)
 #: Names that select how the target is found; config targets cannot use them.
 RESERVED_TARGET_NAMES: tuple[str, ...] = ("auto", "host")
 
-_PRESETS_FILE = "pytest_roofline/data/targets.yaml"
+_PRESETS_FILE = "pytest_roofline/hardware/presets.yaml"
 
 # Unit -> factor to SI. FLOP/s and OP/s (integer precisions) share the scale; "FLOPS" spellings
 # are accepted because datasheets print them. Bytes are decimal (GB = 1e9) unless binary (GiB).
@@ -614,16 +614,13 @@ def _parse_presets(
 @functools.cache
 def _presets_with_names() -> Mapping[str, tuple[HardwareTarget, tuple[str, ...]]]:
     text = (
-        resources.files("pytest_roofline")
-        .joinpath("data")
-        .joinpath("targets.yaml")
-        .read_text("utf-8")
+resources.files("pytest_roofline.hardware").joinpath("presets.yaml").read_text("utf-8")
     )
     return MappingProxyType(_parse_presets(yaml.safe_load(text), _PRESETS_FILE))
 
 
 def load_presets() -> Mapping[str, HardwareTarget]:
-    """Return the preset targets from ``data/targets.yaml``, by name (read once, cached).
+    """Return the preset targets from ``hardware/presets.yaml``, by name (read once, cached).
 
     :raises ConfigError: if the packaged file is malformed (a packaging bug).
     """

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as scipy_stats
 
-from pytest_roofline import stats
+from pytest_roofline.stats import core as stats
 from pytest_roofline.errors import ConfigError, RooflineWarning
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Pure (no pytest): it takes a test's result, its baseline entry and the run's context, runs the
 statistics (``stats``) and the roofline placement (``hardware`` / ``roofline``), and returns a
-frozen :class:`TestEvidence`. It decides nothing; :mod:`pytest_roofline.policy` does.
+frozen :class:`TestEvidence`. It decides nothing; :mod:`pytest_roofline.gate.policy` does.
 
 Multiplicity. Each test's decision is made as the test finishes (so a rollback fails its own
 test), before the other tests' p-values exist. A regression therefore also needs its p-value
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline import stats
-from pytest_roofline.fidelity import Fidelity, counter_fidelity
-from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
+from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
-from pytest_roofline.results import QUANTILES, QuantileSummary, TestResult, summarize
+from pytest_roofline.model.results import QUANTILES, QuantileSummary, TestResult, summarize
 from pytest_roofline.roofline import DeclaredWork, RooflinePoint
 
 __all__ = [
@@ -297,7 +297,7 @@ def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[
 
 
 def _fmt_s(value: float | None) -> str:
-    from pytest_roofline.durations import format_seconds
+    from pytest_roofline.units import format_seconds
 
     return format_seconds(value)
 

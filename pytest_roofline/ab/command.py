@@ -1,7 +1,7 @@
 """``pytest-roofline ab``: baseline and candidate measured in alternating rounds of one job.
 
 Orchestration only; no pytest import (each round is a ``python -m pytest`` subprocess) and no
-statistics of its own (:mod:`pytest_roofline.paired` compares, :mod:`pytest_roofline.policy`
+statistics of its own (:mod:`pytest_roofline.stats.paired` compares, :mod:`pytest_roofline.gate.policy`
 decides). The steps:
 
 1. Resolve ``--baseline=REF`` in the git repository of the current directory and check it out
@@ -11,7 +11,7 @@ decides). The steps:
    pytest arguments once per side, in that side's tree, as ``python -m pytest --roofline
    --roofline-budget=<budget / K> --roofline-gate=never ...`` with the side's import root
    first on ``PYTHONPATH``; the samples land in a scratch store. A probe plugin
-   (:mod:`pytest_roofline.ab_probe`) records which files each round imported, and a side that
+   (:mod:`pytest_roofline.plugin.ab_imports`) records which files each round imported, and a side that
    imported the other side's tree (or an installed copy of the project) is refused
    (:func:`check_side`): it would compare a tree with itself.
 4. Compare each gated quantile of each test (``gate.GATED_QUANTILES``) round by round
@@ -42,15 +42,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from pytest_roofline import paired
-from pytest_roofline.analysis import (
+from pytest_roofline.stats import paired
+from pytest_roofline.gate.run import (
     MIN_TESTS_FOR_COMMON_MODE,
     build_run_view,
     hardware_difference,
     layers_changed,
 )
-from pytest_roofline.calibration import calibration_key
-from pytest_roofline.config import (
+from pytest_roofline.hardware.calibration import calibration_key
+from pytest_roofline.config.settings import (
     CONFIG_FILENAME,
     DEFAULT_LAYERS,
     AbSettings,
@@ -61,7 +61,7 @@ from pytest_roofline.config import (
     parse_ab,
 )
 from pytest_roofline.errors import RooflineError, StoreError
-from pytest_roofline.gate import (
+from pytest_roofline.gate.evidence import (
     GATED_QUANTILES,
     MIN_COUNTER_COMPLETENESS,
     GateContext,
@@ -71,15 +71,15 @@ from pytest_roofline.gate import (
     evaluate,
     is_positive_finite,
 )
-from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
-from pytest_roofline.paired import PairedComparison, Side
-from pytest_roofline.policy import Decision, decide_run, decide_test
+from pytest_roofline.stats.paired import PairedComparison, Side
+from pytest_roofline.gate.policy import Decision, decide_run, decide_test
 from pytest_roofline.report.json_report import evidence_document, run_document
 from pytest_roofline.report.model import RunView
-from pytest_roofline.results import QUANTILES, TestResult
+from pytest_roofline.model.results import QUANTILES, TestResult
 from pytest_roofline.roofline import DeclaredWork
-from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult, StoredRun
+from pytest_roofline.store.sqlite import Baseline, RunRecord, Store, StoredResult, StoredRun
 
 __all__ = [
     "DESIGN",
@@ -96,7 +96,7 @@ __all__ = [
 
 DESIGN = "paired"
 DEFAULT_STORE = ".roofline/store.sqlite"
-PROBE_PLUGIN = "pytest_roofline.ab_probe"
+PROBE_PLUGIN = "pytest_roofline.plugin.ab_imports"
 # pytest-roofline options the command sets itself in every round; the user gives their
 # counterparts to ``pytest-roofline ab`` (the value names the ab option to use instead).
 _RESERVED_OPTIONS: Mapping[str, str] = {

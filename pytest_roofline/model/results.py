@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline.measure.measurement import Measurement
-from pytest_roofline.sla import SlaSpec
+from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.stats import hd_quantiles
-from pytest_roofline.workload import WorkloadSlice
+from pytest_roofline.config.workload import WorkloadSlice
 
 __all__ = ["QUANTILES", "QuantileSummary", "TestResult", "summarize"]
 

@@ -1,6 +1,6 @@
 """Where a side's code came from: the probe ``pytest-roofline ab`` loads into every round.
 
-``pytest-roofline ab`` runs each round as ``python -m pytest -p pytest_roofline.ab_probe
+``pytest-roofline ab`` runs each round as ``python -m pytest -p pytest_roofline.plugin.ab_imports
 --roofline-ab-probe=PATH ...``. At the end of the session this plugin writes to ``PATH`` a small
 JSON record of the files the session imported: the pytest rootdir, the collected test files,
 every module loaded from outside the Python environment (the trees' own code, editable installs,

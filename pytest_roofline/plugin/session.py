@@ -20,25 +20,25 @@ import numpy as np
 import pytest
 
 from pytest_roofline import stats
-from pytest_roofline.analysis import baseline_entries, build_run_view, gate_context, outcome_for
-from pytest_roofline.calibration import host_target, machine_fingerprint
-from pytest_roofline.config import RooflineConfig, TestSettings, resolve_test
+from pytest_roofline.gate.run import baseline_entries, build_run_view, gate_context, outcome_for
+from pytest_roofline.hardware.calibration import host_target, machine_fingerprint
+from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
-from pytest_roofline.gate import BaselineEntry, GateContext, margins, should_replay
-from pytest_roofline.hardware import HardwareTarget, nvml_gpu_name, resolve_target
-from pytest_roofline.markers import MarkerSettings, bind_marker
+from pytest_roofline.gate.evidence import BaselineEntry, GateContext, margins, should_replay
+from pytest_roofline.hardware.target import HardwareTarget, nvml_gpu_name, resolve_target
+from pytest_roofline.config.markers import MarkerSettings, bind_marker
 from pytest_roofline.measure.counters import CounterSession, default_backends
 from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
-from pytest_roofline.probe import RooflineProbe
+from pytest_roofline.plugin.probe import RooflineProbe
 from pytest_roofline.report.html import write_html
 from pytest_roofline.report.json_report import run_document, write_atomic, write_document
 from pytest_roofline.report.markdown import render_markdown
 from pytest_roofline.report.model import RunView
 from pytest_roofline.report.terminal import memo_text, render_terminal
-from pytest_roofline.results import TestResult
-from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
-from pytest_roofline.tags import collect_tags
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.store.sqlite import Baseline, RunRecord, Store, StoredResult
+from pytest_roofline.config.tags import collect_tags
 
 __all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SETTINGS_KEY", "RooflineSession"]
 

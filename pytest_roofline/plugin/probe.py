@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.hardware import HardwareTarget
+from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.counters import CounterReading, CounterSession
 from pytest_roofline.measure.measurement import Measurement, QualityRecord
 from pytest_roofline.measure.sampling import Sampler, SampleSet
-from pytest_roofline.results import QuantileSummary, summarize
+from pytest_roofline.model.results import QuantileSummary, summarize
 from pytest_roofline.roofline import DeclaredWork, RooflinePoint, declared_work
 
 __all__ = ["ProbeMeasurement", "RooflineProbe"]

@@ -15,8 +15,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from pytest_roofline import stats
-from pytest_roofline.config import DEFAULT_LAYERS, GateSettings
-from pytest_roofline.gate import (
+from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
+from pytest_roofline.gate.evidence import (
     MIN_COUNTER_COMPLETENESS,
     BaselineEntry,
     GateContext,
@@ -24,13 +24,13 @@ from pytest_roofline.gate import (
     baseline_entry,
     evaluate,
 )
-from pytest_roofline.hardware import HardwareTarget
-from pytest_roofline.policy import TestDecision, decide_run, decide_test
+from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.gate.policy import TestDecision, decide_run, decide_test
 from pytest_roofline.report.json_report import evidence_document
 from pytest_roofline.report.model import RunView, TestView
-from pytest_roofline.results import TestResult, summarize
-from pytest_roofline.store import Baseline, Store, StoredRun
-from pytest_roofline.tags import layer_of, tag_diff
+from pytest_roofline.model.results import TestResult, summarize
+from pytest_roofline.store.sqlite import Baseline, Store, StoredRun
+from pytest_roofline.config.tags import layer_of, tag_diff
 
 __all__ = [
     "TestOutcome",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_roofline.session import RooflineSession
+from pytest_roofline.plugin.session import RooflineSession
 
 __all__ = ["XdistHooks"]
 

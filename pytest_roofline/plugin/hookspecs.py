@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_roofline.hardware import HardwareTarget
+    from pytest_roofline.hardware.target import HardwareTarget
     from pytest_roofline.measure.counters import CounterBackend
     from pytest_roofline.measure.sampling import Clock
     from pytest_roofline.report.model import RunView

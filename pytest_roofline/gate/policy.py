@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_roofline.durations import format_seconds
-from pytest_roofline.gate import MIN_COUNTER_COMPLETENESS, TestEvidence
+from pytest_roofline.units import format_seconds
+from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
 from pytest_roofline.stats import CommonMode, QuantileComparison
 
 __all__ = [

@@ -16,13 +16,13 @@ from typing import Literal, cast
 
 import yaml
 
-from pytest_roofline.durations import parse_duration
+from pytest_roofline.units import parse_duration
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.hardware import HardwareTarget, target_from_mapping
-from pytest_roofline.markers import MarkerSettings
-from pytest_roofline.ownership import OwnerRule, match_owner, parse_owner_rules
-from pytest_roofline.sla import SlaSpec, parse_sla
-from pytest_roofline.workload import WorkloadSlice, parse_slices
+from pytest_roofline.hardware.target import HardwareTarget, target_from_mapping
+from pytest_roofline.config.markers import MarkerSettings
+from pytest_roofline.config.ownership import OwnerRule, match_owner, parse_owner_rules
+from pytest_roofline.config.sla import SlaSpec, parse_sla
+from pytest_roofline.config.workload import WorkloadSlice, parse_slices
 
 __all__ = [
     "AB_KEYS",

@@ -324,7 +324,7 @@ class Store:
         runs = [self.load_run(i) for i in ids[: history + 1]]
         return Baseline(label=label, latest=runs[0], history=tuple(runs[1:]))
 
-    # -- calibrations (the CalibrationCache protocol of pytest_roofline.calibration) ---------
+    # -- calibrations (the CalibrationCache protocol of pytest_roofline.hardware.calibration) ---------
     def get_calibration(self, key: str) -> Mapping[str, object] | None:
         rows = self._read("SELECT payload FROM calibrations WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_roofline.errors import RooflineError, RooflineWarning
-from pytest_roofline.hardware import HardwareTarget, Provenance
+from pytest_roofline.hardware.target import HardwareTarget, Provenance
 
 __all__ = [
     "BUSY_CPU_SHARE",

@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_roofline.config import GATE_CHOICES, build_config
+from pytest_roofline.config.settings import GATE_CHOICES, build_config
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
-from pytest_roofline.markers import MARKER_HELP
-from pytest_roofline.session import RooflineSession
+from pytest_roofline.plugin.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
+from pytest_roofline.config.markers import MARKER_HELP
+from pytest_roofline.plugin.session import RooflineSession
 
 __all__ = ["SESSION_KEY"]
 
@@ -56,7 +56,7 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_roofline import hookspecs
+    from pytest_roofline.plugin import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -173,7 +173,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "roofline-session")
     if session.is_controller and config.pluginmanager.hasplugin("xdist"):
-        from pytest_roofline.xdist import XdistHooks
+        from pytest_roofline.plugin.xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(session), "roofline-xdist")
     session.start()

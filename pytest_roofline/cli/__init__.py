@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.store import RunRecord, Store, StoredResult
+from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main", "pytest_benchmark_run"]
 
@@ -194,7 +194,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     try:
-        from pytest_roofline.analysis import compare_stored_runs
+        from pytest_roofline.gate.run import compare_stored_runs
     except ImportError:
         raise CliError(
             "offline comparison is not available in this installation "
@@ -264,7 +264,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_roofline.calibration import format_roofs, host_target
+    from pytest_roofline.hardware.calibration import format_roofs, host_target
 
     def warn(message: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
@@ -276,8 +276,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from pytest_roofline.ab import AbOptions, run_ab
-    from pytest_roofline.durations import parse_duration
+    from pytest_roofline.ab.command import AbOptions, run_ab
+    from pytest_roofline.units import parse_duration
 
     budget = parse_duration(args.budget, where="--budget") if args.budget is not None else None
     options = AbOptions(
@@ -346,8 +346,8 @@ def _benchmark_tags(document: Mapping[str, Any]) -> dict[str, str]:
 def _benchmark_result(bench: Mapping[str, Any], where: str) -> StoredResult:
     from pytest_roofline.measure.measurement import Measurement
     from pytest_roofline.measure.sampling import SampleSet
-    from pytest_roofline.results import TestResult
-    from pytest_roofline.sla import SlaSpec
+    from pytest_roofline.model.results import TestResult
+    from pytest_roofline.config.sla import SlaSpec
 
     nodeid = bench.get("fullname")
     if not isinstance(nodeid, str) or not nodeid:
