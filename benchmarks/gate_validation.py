@@ -150,7 +150,7 @@ def peer_flags(base: np.ndarray, cand: np.ndarray) -> dict[str, bool]:
 
 def load_samples(store: Path, run_id: int) -> dict[str, np.ndarray]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from pytest_roofline.store.sqlite import Store
+    from pytest_roofline.store import Store
 
     with Store.open(store, create=False) as s:
         return {n: r.samples_s for n, r in s.load_run(run_id).results.items()}

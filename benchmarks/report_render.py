@@ -29,6 +29,7 @@ from pathlib import Path
 # when this file is run as a script from anywhere.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_roofline.model.document import RunDocument
 from pytest_roofline.report.html import render_html
 from pytest_roofline.report.markdown import render_markdown
 from tests.report.documents import make_document
@@ -48,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     # Through JSON text and back, as a stored or --roofline-json document arrives.
-    document = json.loads(json.dumps(make_document(args.tests, seed=args.seed)))
-    decisions = Counter(t["decision"] for t in document["tests"])
+    raw = json.loads(json.dumps(make_document(args.tests, seed=args.seed)))
+    decisions = Counter(t["decision"] for t in raw["tests"])
+    document = RunDocument.read(raw)
     render_html(document)  # warm: template compilation and preset loading happen once per process
 
     times = []

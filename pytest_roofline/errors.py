@@ -7,7 +7,7 @@ import pytest; the plugin turns a :class:`RooflineError` raised by user input in
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "RooflineError", "RooflineWarning", "StoreError"]
+__all__ = ["AbError", "CliError", "ConfigError", "RooflineError", "RooflineWarning", "StoreError"]
 
 
 class RooflineError(Exception):
@@ -16,6 +16,14 @@ class RooflineError(Exception):
 
 class ConfigError(RooflineError, ValueError):
     """Invalid configuration: an option, ini key, ``roofline.yaml`` key, marker argument or declaration."""
+
+
+class AbError(RooflineError):
+    """``pytest-roofline ab`` cannot run or must refuse: the message says why and what to do."""
+
+
+class CliError(RooflineError):
+    """Bad input to the ``pytest-roofline`` command: printed as is, exit status 2."""
 
 
 class StoreError(RooflineError):

@@ -1,4 +1,8 @@
-"""Parse user-written durations ("4ms", "250us", 0.004) into seconds."""
+"""Units: durations parsed from what users write ("4ms", 0.004), and numbers formatted with units.
+
+The one place a duration is parsed or a quantity is printed with a unit, for the messages of
+every layer and for the renderers.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,11 @@ import re
 
 from pytest_roofline.errors import ConfigError
 
-__all__ = ["format_seconds", "parse_duration"]
+__all__ = ["VALID_FORM", "format_seconds", "parse_duration", "si"]
 
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s|min)?\s*$")
+_SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 VALID_FORM = 'a duration such as "4ms", "250us", "1.5s" or a number of seconds'
 
 
@@ -46,3 +51,19 @@ def format_seconds(seconds: float | None) -> str:
         if magnitude >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+def si(value: float | None, unit: str, *, digits: int = 3) -> str:
+    """``value`` with an SI prefix and ``unit`` (``"67 TFLOP/s"``); ``"n/a"`` for no value."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    magnitude = abs(value)
+    for factor, prefix in _SI_PREFIXES:
+        if magnitude >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    if magnitude >= 1 or magnitude == 0:
+        return f"{value:.{digits}g} {unit}"
+    for factor, prefix in ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n")):
+        if magnitude >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"

@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from pytest_roofline.errors import RooflineError
-from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult
+from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, mapping, pytest_benchmark_run
+from pytest_roofline.config.defaults import DEFAULTS
+from pytest_roofline.errors import CliError, RooflineError
+from pytest_roofline.files import write_atomic
+from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.model.document import RunDocument
+from pytest_roofline.store import Store
+from pytest_roofline.units import si
+from pytest_roofline.vocabulary import FAILS_ON, Decision, FailOn, fails_run
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main", "pytest_benchmark_run"]
 
@@ -38,13 +41,7 @@ EXIT_FAIL = 1
 EXIT_USAGE = 2
 
 #: The plugin's default store (``--roofline-store``), relative to the current directory here.
-DEFAULT_STORE = ".roofline/store.sqlite"
-GATES = ("rollback", "escalate", "never")
-_BENCHMARK_LABEL = "pytest-benchmark"
-
-
-class CliError(Exception):
-    """Bad input to the command: the message is printed as is and the exit status is 2."""
+DEFAULT_STORE = DEFAULTS.store
 
 
 # --------------------------------------------------------------------------- helpers
@@ -67,58 +64,59 @@ def _run_id(store: Store, text: str) -> int:
 
 
 def _write_text(path: str, text: str) -> None:
-    from pytest_roofline.report.json_report import write_atomic
-
     try:
         write_atomic(Path(path), text)
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _gate_exit(decision: object, gate: str) -> int:
-    if gate == "never":
-        return EXIT_OK
-    if decision == "rollback" or (decision == "escalate" and gate == "escalate"):
-        return EXIT_FAIL
-    return EXIT_OK
+def _gate_exit(decision: Decision | None, gate: FailOn) -> int:
+    return EXIT_FAIL if fails_run(decision, gate) else EXIT_OK
 
 
-def _summary_lines(document: Mapping[str, Any]) -> list[str]:
+def _summary_lines(document: RunDocument) -> list[str]:
     """A few lines for the terminal: the decision, counts, and each test that does not ship."""
-    from pytest_roofline.report.charts import format_interval, format_ratio
+    from pytest_roofline.report.format import format_interval, format_ratio
 
-    tests = [t for t in document.get("tests") or () if isinstance(t, Mapping)]
+    tests = document.tests
     counts: dict[str, int] = {}
     for test in tests:
-        key = str(test.get("decision") or "undecided")
+        key = test.decision or "undecided"
         counts[key] = counts.get(key, 0) + 1
-    decision = document.get("decision")
+    decision = document.decision
     tally = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
     lines = [
-        f"decision: {str(decision).upper() if decision else 'NONE'} ({len(tests)} tests: {tally or 'none'})"
+        f"decision: {decision.upper() if decision else 'NONE'} ({len(tests)} tests: {tally or 'none'})"
     ]
     for test in tests:
-        if test.get("decision") not in ("rollback", "escalate"):
+        if test.decision not in ("rollback", "escalate"):
             continue
-        p95 = (test.get("change") or {}).get("p95") or {}
-        ratio = format_ratio(p95.get("ratio")) if p95 else "no baseline"
-        interval = format_interval(p95.get("ci_low"), p95.get("ci_high")) if p95 else ""
-        owner = ", ".join(test.get("owners") or ()) or test.get("owner") or "no owner"
-        reasons = test.get("reasons") or ["no reason given"]
+        p95 = (test.change or {}).get("p95")
+        ratio = format_ratio(p95.ratio) if p95 is not None else "no baseline"
+        interval = format_interval(p95.ci_low, p95.ci_high) if p95 is not None else ""
+        owner = ", ".join(test.owners) or "no owner"
+        reason = test.reasons[0] if test.reasons else "no reason given"
         lines.append(
-            f"  {str(test['decision']).upper()} {test.get('nodeid')}: p95 {ratio} {interval} "
-            f"· {owner} · {reasons[0]}".replace("  ·", " ·")
+            f"  {test.decision.upper()} {test.nodeid}: p95 {ratio} {interval} "
+            f"· {owner} · {reason}".replace("  ·", " ·")
         )
     return lines
 
 
-def _render(document: Mapping[str, Any], args: argparse.Namespace) -> None:
-    """Write the outputs asked for (``--html``, ``--markdown``, ``--json``) and say so."""
+def _render(
+    document: RunDocument, args: argparse.Namespace, *, stored: Mapping[str, Any] | None = None
+) -> None:
+    """Write the outputs asked for (``--html``, ``--markdown``, ``--json``) and say so.
+
+    :param stored: the document as the store holds it: ``--json`` writes it unchanged.
+    """
     from pytest_roofline.report.html import render_html
+    from pytest_roofline.report.json import render_json
     from pytest_roofline.report.markdown import render_markdown
 
     if args.json:
-        _write_text(args.json, json.dumps(document, indent=2, allow_nan=False) + "\n")
+        text = render_json(document) if stored is None else json.dumps(stored, indent=2) + "\n"
+        _write_text(args.json, text)
         print(f"wrote JSON to {args.json}")
     if args.html:
         _write_text(args.html, render_html(document))
@@ -135,6 +133,57 @@ def _iso(timestamp: float) -> str:
 
 
 # --------------------------------------------------------------------------- subcommands
+def format_roofs(target: HardwareTarget) -> str:
+    """A plain-text table of ``target``'s roofs, ridges and provenance.
+
+    One row per compute roof (with its ridge against DRAM), per bandwidth roof, per sparse
+    peak (marked as never used), and the dispatch floor of measured targets.
+    """
+    lines = [f"hardware target {target.name} ({target.source}): {target.description}".rstrip()]
+    rows: list[tuple[str, str, str, str]] = [("roof", "peak", "ridge vs dram", "source")]
+
+    def origin(key: str) -> str:
+        prov = target.provenance.get(key)
+        if prov is None:
+            return ""
+        text = prov.source + (
+            f" ({prov.date})" if prov.date and prov.date not in prov.source else ""
+        )
+        return f"{text}: {prov.note}" if prov.note else text
+
+    for precision, value in target.peak_flops_per_s.items():
+        unit = "OP/s" if precision.startswith("int") else "FLOP/s"
+        rows.append(
+            (
+                f"compute {precision}",
+                si(value, unit),
+                f"{target.ridge(precision):.3g} FLOP/B",
+                origin(f"flops.{precision}"),
+            )
+        )
+    for level, value in target.peak_bytes_per_s.items():
+        rows.append((f"bandwidth {level}", si(value, "B/s"), "", origin(f"bytes.{level}")))
+    for precision, value in target.sparse_peak_flops_per_s.items():
+        rows.append(
+            (
+                f"sparse {precision} (never a roof)",
+                si(value, "OP/s" if precision.startswith("int") else "FLOP/s"),
+                "",
+                origin(f"sparse_flops.{precision}"),
+            )
+        )
+    floor = target.provenance.get("dispatch_floor")
+    if floor is not None:
+        rows.append(
+            ("dispatch floor", f"{floor.value * 1e6:.3g} us/call", "", origin("dispatch_floor"))
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        cells = [row[i].ljust(widths[i]) for i in range(3)]
+        lines.append(("  " + "  ".join(cells) + "  " + row[3]).rstrip())
+    return "\n".join(lines)
+
+
 def _cmd_runs(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         runs = store.list_runs()
@@ -181,31 +230,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         run_id = _run_id(store, args.run)
         run = store.load_run(run_id)
-    document = run.record.summary.get("document")
-    if not isinstance(document, Mapping):
+    stored = run.record.summary.get("document")
+    if not isinstance(stored, Mapping):
         raise CliError(
             f"run {run_id} has no saved report document: it was saved by a pytest-roofline that "
             "did not keep one, or imported from another tool. Compare it with another run "
             f"instead: pytest-roofline compare BASE {run_id} --store {args.store} --html OUT"
         )
-    _render(document, args)
-    return _gate_exit(document.get("decision"), args.gate)
+    from pytest_roofline.gate.record import with_platforms
+
+    document = with_platforms(RunDocument.read(stored))
+    _render(document, args, stored=stored)
+    return _gate_exit(document.decision, args.gate)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    try:
-        from pytest_roofline.gate.run import compare_stored_runs
-    except ImportError:
-        raise CliError(
-            "offline comparison is not available in this installation "
-            "(pytest_roofline.analysis.compare_stored_runs is missing)"
-        ) from None
+    from pytest_roofline.gate.compare import compare_stored_runs
+
     with _open_store(args.store) as store:
         base_id = _run_id(store, args.base)
         cand_id = _run_id(store, args.candidate)
         document = compare_stored_runs(store, base_id, cand_id, gate_on=args.gate)
     _render(document, args)
-    return _gate_exit(document.get("decision"), args.gate)
+    return _gate_exit(document.decision, args.gate)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -239,14 +286,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
     document = _read_json(args.file)
     if isinstance(document, Mapping) and document.get("format") == "pytest-roofline-run":
         if args.label is not None:
-            document = {**document, "run": {**_mapping(document.get("run")), "label": args.label}}
+            document = {**document, "run": {**mapping(document.get("run")), "label": args.label}}
         with _open_store(args.store, create=True) as store:
             run_id = store.import_run(document, source=args.file)
         kind = "pytest-roofline run"
         n = len(document.get("results") or ())
-        label = _mapping(document.get("run")).get("label")
+        label = mapping(document.get("run")).get("label")
     elif isinstance(document, Mapping) and isinstance(document.get("benchmarks"), list):
-        label = args.label if args.label is not None else _BENCHMARK_LABEL
+        label = args.label if args.label is not None else BENCHMARK_LABEL
         record, results = pytest_benchmark_run(document, label=label, source=args.file)
         with _open_store(args.store, create=True) as store:
             run_id = store.save_run(record, results)
@@ -264,7 +311,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_roofline.hardware.calibration import format_roofs, host_target
+    from pytest_roofline.hardware.calibration import host_target
 
     def warn(message: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
@@ -276,7 +323,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from pytest_roofline.ab.command import AbOptions, run_ab
+    from pytest_roofline.ab import AbOptions, run_ab
     from pytest_roofline.units import parse_duration
 
     budget = parse_duration(args.budget, where="--budget") if args.budget is not None else None
@@ -301,162 +348,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             f"saved the paired run as run {outcome.run_id} ({args.label!r}) in {outcome.store_path}"
         )
     _render(outcome.document, args)
-    return _gate_exit(outcome.document.get("decision"), args.gate)
-
-
-# --------------------------------------------------------------------------- pytest-benchmark
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _started(document: Mapping[str, Any]) -> float:
-    stamp = document.get("datetime")
-    if isinstance(stamp, str):
-        try:
-            parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        except ValueError:
-            pass
-        else:
-            # pytest-benchmark writes UTC; older versions without an offset.
-            return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
-    return time.time()
-
-
-def _benchmark_tags(document: Mapping[str, Any]) -> dict[str, str]:
-    """Revision tags under the names the plugin itself records, so tag diffs line up."""
-    machine = _mapping(document.get("machine_info"))
-    commit = _mapping(document.get("commit_info"))
-    cpu = _mapping(machine.get("cpu"))
-    candidates = {
-        "python": machine.get("python_version"),
-        "python_implementation": machine.get("python_implementation"),
-        "machine": machine.get("machine"),
-        "os": " ".join(str(v) for v in (machine.get("system"), machine.get("release")) if v)
-        or None,
-        "cpu": cpu.get("brand_raw"),
-        "git_commit": commit.get("id"),
-        "git_branch": commit.get("branch"),
-        "git_dirty": None
-        if commit.get("dirty") is None
-        else ("yes" if commit.get("dirty") else "no"),
-    }
-    return {k: str(v) for k, v in candidates.items() if v not in (None, "")}
-
-
-def _benchmark_result(bench: Mapping[str, Any], where: str) -> StoredResult:
-    from pytest_roofline.measure.measurement import Measurement
-    from pytest_roofline.measure.sampling import SampleSet
-    from pytest_roofline.model.results import TestResult
-    from pytest_roofline.config.sla import SlaSpec
-
-    nodeid = bench.get("fullname")
-    if not isinstance(nodeid, str) or not nodeid:
-        raise CliError(f"{where}: has no 'fullname' (the test's node id)")
-    stats = _mapping(bench.get("stats"))
-    data = stats.get("data")
-    try:
-        samples = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise CliError(f"{where} ({nodeid}): stats.data must be a list of seconds") from None
-    if samples.ndim != 1 or samples.size == 0 or not np.all(np.isfinite(samples) & (samples > 0)):
-        raise CliError(
-            f"{where} ({nodeid}): stats.data must be a non-empty list of positive seconds"
-        )
-    iterations = stats.get("iterations", 1)
-    batch = int(iterations) if isinstance(iterations, int) and iterations >= 1 else 1
-    # pytest-benchmark stores each round's time divided by its iterations: per-call seconds,
-    # batched by ``iterations`` calls, which is exactly our batch_size.
-    measurement = Measurement(
-        samples=SampleSet(
-            samples_s=samples,
-            batch_size=batch,
-            warmup_calls=0,
-            warmup_s=0.0,
-            stop_reason="imported",
-            elapsed_s=float(samples.sum() * batch),
-            synced=False,
-        ),
-        declared=None,
-        quality=(),
-        counters=None,
-    )
-    result = TestResult(
-        nodeid=nodeid,
-        slice=None,
-        owners=(),
-        rollback=None,
-        sla=SlaSpec(),
-        precision=None,
-        measurement=measurement,
-    )
-    return StoredResult(nodeid, result.to_dict(include_samples=False), samples)
-
-
-def pytest_benchmark_run(
-    document: Mapping[str, Any], *, label: str | None, source: str
-) -> tuple[RunRecord, list[StoredResult]]:
-    """Convert a pytest-benchmark JSON document into a run the store and the plugin can read.
-
-    Every benchmark needs its raw timings (``stats.data``): pytest-benchmark writes them to
-    ``--benchmark-json`` files always, and to ``--benchmark-save``/``--benchmark-autosave``
-    files only with ``--benchmark-save-data``. Each benchmark becomes a stored result whose samples are its per-call
-    round times and whose batch size is its iteration count.
-
-    :raises CliError: a benchmark without raw data (the message says to re-run with
-        ``--benchmark-save-data``), a malformed entry, or two benchmarks with one node id.
-    """
-    benchmarks = [b for b in document.get("benchmarks") or () if isinstance(b, Mapping)]
-    if not benchmarks:
-        raise CliError(f"{source}: the pytest-benchmark file holds no benchmarks")
-    without_data = [
-        str(b.get("fullname") or b.get("name") or "?")
-        for b in benchmarks
-        if "data" not in _mapping(b.get("stats"))
-    ]
-    if without_data:
-        shown = ", ".join(without_data[:3]) + (
-            f" and {len(without_data) - 3} more" if len(without_data) > 3 else ""
-        )
-        raise CliError(
-            f"{source}: no raw timings for {shown}; pytest-roofline needs every round's time. "
-            "Re-run pytest-benchmark with --benchmark-save-data (files saved with "
-            "--benchmark-save/--benchmark-autosave carry the timings only then; "
-            "--benchmark-json files always do), then import that file."
-        )
-    results = [_benchmark_result(b, f"{source}: benchmarks[{i}]") for i, b in enumerate(benchmarks)]
-    seen: set[str] = set()
-    for result in results:
-        if result.nodeid in seen:
-            raise CliError(f"{source}: two benchmarks share the node id {result.nodeid!r}")
-        seen.add(result.nodeid)
-    started = _started(document)
-    finished = started + sum(
-        float(r.samples_s.sum()) * int(r.payload["measurement"]["batch_size"]) for r in results
-    )
-    machine = _mapping(document.get("machine_info"))
-    record = RunRecord(
-        label=label,
-        started=started,
-        finished=finished if math.isfinite(finished) else started,
-        tags=_benchmark_tags(document),
-        target={},
-        machine="pytest-benchmark import: "
-        + " · ".join(
-            str(v)
-            for v in (machine.get("node"), _mapping(machine.get("cpu")).get("brand_raw"))
-            if v
-        ),
-        summary={
-            "tests": len(results),
-            "decision": None,
-            "imported_from": {
-                "tool": "pytest-benchmark",
-                "version": str(document.get("version", "")),
-                "file": Path(source).name,
-            },
-        },
-    )
-    return record, results
+    return _gate_exit(outcome.document.decision, args.gate)
 
 
 # --------------------------------------------------------------------------- parser
@@ -477,7 +369,7 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write the JSON document")
     parser.add_argument(
         "--gate",
-        choices=GATES,
+        choices=FAILS_ON,
         default="rollback",
         help="which decision exits with status 1 (default: rollback; escalate: rollback and escalate)",
     )
@@ -528,7 +420,7 @@ def _parser() -> argparse.ArgumentParser:
     _store_option(made["import"], required=True)
     made["import"].add_argument(
         "--label",
-        help=f"save the run under this label (default: the export's own; {_BENCHMARK_LABEL!r} for pytest-benchmark)",
+        help=f"save the run under this label (default: the export's own; {BENCHMARK_LABEL!r} for pytest-benchmark)",
     )
     _store_option(made["calibrate"], required=False)
     made["calibrate"].add_argument(
@@ -592,7 +484,7 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write the JSON document")
     parser.add_argument(
         "--gate",
-        choices=GATES,
+        choices=FAILS_ON,
         default="rollback",
         help="which decision exits with status 1 (default: rollback; escalate: rollback and escalate)",
     )

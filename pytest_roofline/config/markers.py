@@ -11,12 +11,12 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_roofline.units import parse_duration
-from pytest_roofline.errors import ConfigError
 from pytest_roofline.config.ownership import parse_owners
-from pytest_roofline.roofline import normalize_precision
 from pytest_roofline.config.sla import SlaSpec, parse_sla
 from pytest_roofline.config.workload import WorkloadSlice, parse_slices
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.roofline import normalize_precision
+from pytest_roofline.units import parse_duration
 
 __all__ = ["MARKER_HELP", "MarkerSettings", "bind_marker", "roofline"]
 

@@ -12,17 +12,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import cast
 
 import yaml
 
-from pytest_roofline.units import parse_duration
-from pytest_roofline.errors import ConfigError
-from pytest_roofline.hardware.target import HardwareTarget, target_from_mapping
+from pytest_roofline.config.defaults import DEFAULTS, GateOn
 from pytest_roofline.config.markers import MarkerSettings
 from pytest_roofline.config.ownership import OwnerRule, match_owner, parse_owner_rules
 from pytest_roofline.config.sla import SlaSpec, parse_sla
 from pytest_roofline.config.workload import WorkloadSlice, parse_slices
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.hardware.target import HardwareTarget, target_from_mapping
+from pytest_roofline.units import parse_duration
+from pytest_roofline.vocabulary import FAILS_ON
 
 __all__ = [
     "AB_KEYS",
@@ -39,8 +41,7 @@ __all__ = [
     "resolve_test",
 ]
 
-GateOn = Literal["rollback", "escalate", "never"]
-GATE_CHOICES: tuple[GateOn, ...] = ("rollback", "escalate", "never")
+GATE_CHOICES: tuple[GateOn, ...] = FAILS_ON
 CONFIG_FILENAME = "roofline.yaml"
 YAML_KEYS = (
     "target", "targets", "slices", "owners", "sla", "gate", "tags", "layers",
@@ -49,29 +50,6 @@ YAML_KEYS = (
 GATE_KEYS = ("alpha", "min_effect", "replay", "history")
 AB_KEYS = ("rounds", "budget", "setup", "import_root")
 
-
-@dataclass(frozen=True, slots=True)
-class _Defaults:
-    target: str = "auto"
-    store: str = ".roofline/store.sqlite"
-    # Half a second per test samples a 1 ms kernel ~500 times (enough for p95; p99 needs 299) and
-    # keeps a 20-test suite near 10 s, against pytest-benchmark's ~1.4 s per test.
-    budget_s: float = 0.5
-    # The p95 estimate needs 59 samples before any one-sided bound exists; below that a slow test
-    # still gets its minimum and its verdict says "insufficient".
-    min_samples: int = 10
-    max_samples: int = 200_000
-    warmup_s: float = 0.05
-    alpha: float = 0.05
-    min_effect_p50: float = 0.05
-    min_effect_p95: float = 0.05
-    min_effect_p99: float = 0.10
-    replay: int = 1
-    history: int = 10
-    gate_on: GateOn = "rollback"
-
-
-DEFAULTS = _Defaults()
 
 DEFAULT_LAYERS: Mapping[str, tuple[str, ...]] = {
     "data": ("dataset", "slice*"),
@@ -86,13 +64,7 @@ class GateSettings:
     """How strict the gate is: significance, practical margins per quantile, replays."""
 
     alpha: float = DEFAULTS.alpha
-    min_effect: Mapping[str, float] = field(
-        default_factory=lambda: {
-            "p50": DEFAULTS.min_effect_p50,
-            "p95": DEFAULTS.min_effect_p95,
-            "p99": DEFAULTS.min_effect_p99,
-        }
-    )
+    min_effect: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULTS.min_effect))
     replay: int = DEFAULTS.replay
     history: int = DEFAULTS.history
 

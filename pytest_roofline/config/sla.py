@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from pytest_roofline.units import parse_duration
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.units import parse_duration
 
 __all__ = ["SLA_BOUNDS", "SLA_KEYS", "SlaSpec", "parse_sla"]
 

@@ -17,29 +17,29 @@ import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
-from pytest_roofline import stats
+from pytest_roofline import roofline, stats
+from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
-from pytest_roofline.model.results import QUANTILES, QuantileSummary, TestResult, summarize
-from pytest_roofline.roofline import DeclaredWork, RooflinePoint
+from pytest_roofline.model.results import QuantileSummary, TestResult, summarize
+from pytest_roofline.roofline import BoundChange, DeclaredWork, RooflinePoint
+from pytest_roofline.store import StoredResult
+from pytest_roofline.units import format_seconds
+from pytest_roofline.vocabulary import QUANTILES, SlaStatus
 
 __all__ = [
     "GATED_QUANTILES",
     "BaselineEntry",
-    "GateContext",
+    "EvidenceContext",
     "QualityOutcome",
     "ReplayOutcome",
     "SlaOutcome",
     "TestEvidence",
-    "baseline_entry",
-    "bound_change_between",
     "evaluate",
-    "is_positive_finite",
     "margins",
     "rng_for",
     "should_replay",
@@ -63,14 +63,12 @@ def rng_for(nodeid: str, salt: int = 0) -> np.random.Generator:
 
 
 @dataclass(frozen=True, slots=True)
-class GateContext:
+class EvidenceContext:
     """Run-level facts every per-test evaluation needs."""
 
-    alpha: float = stats.DEFAULT_ALPHA
-    min_effect: Mapping[str, float] = field(
-        default_factory=lambda: {"p50": 0.05, "p95": 0.05, "p99": 0.10}
-    )
-    replay: int = 1
+    alpha: float = DEFAULTS.alpha
+    min_effect: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULTS.min_effect))
+    replay: int = DEFAULTS.replay
     family_size: int = 1
     layers_changed: tuple[str, ...] = ()
     hardware_differs: str | None = None
@@ -87,25 +85,17 @@ class BaselineEntry:
     quality: Mapping[str, QualityRecord]
     history_samples: tuple[np.ndarray, ...] = ()
 
-
-def baseline_entry(
-    payload: Mapping[str, Any], samples_s: np.ndarray, history: Sequence[np.ndarray] = ()
-) -> BaselineEntry:
-    """Build a :class:`BaselineEntry` from a stored result's payload (``TestResult.to_dict``)."""
-    measurement = payload.get("measurement") or {}
-    declared = measurement.get("declared")
-    quality = {
-        name: QualityRecord(
-            name, float(q["value"]), bool(q["higher_is_better"]), q.get("tolerance")
+    @classmethod
+    def of(cls, stored: StoredResult, history: Sequence[np.ndarray] = ()) -> BaselineEntry:
+        """The entry of a stored result (its samples and declarations) and earlier runs' samples."""
+        result = TestResult.from_dict(stored.payload, samples_s=stored.samples_s)
+        measurement = result.measurement
+        return cls(
+            samples_s=stored.samples_s,
+            declared=measurement.declared,
+            quality={q.name: q for q in measurement.quality},
+            history_samples=tuple(history),
         )
-        for name, q in (measurement.get("quality") or {}).items()
-    }
-    return BaselineEntry(
-        samples_s=samples_s,
-        declared=DeclaredWork.from_dict(declared) if declared else None,
-        quality=quality,
-        history_samples=tuple(history),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,35 +107,16 @@ class ReplayOutcome:
     reproduced: bool | None
     ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "attempted": self.attempted,
-            "count": self.count,
-            "reproduced": self.reproduced,
-            "ratios": {k: list(v) for k, v in self.ratios.items()},
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class SlaOutcome:
-    """One SLA key checked: ``status`` as in :data:`stats.SlaStatus`."""
+    """One SLA key checked: ``status`` as in :data:`SlaStatus`."""
 
     key: str
-    status: stats.SlaStatus
+    status: SlaStatus
     threshold: float | str
     estimate: float | str | None
     detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "status": self.status,
-            "threshold_s"
-            if self.key in ("p50", "p95", "p99", "max")
-            else "threshold": self.threshold,
-            "estimate_s" if self.key in ("p50", "p95", "p99", "max") else "estimate": self.estimate,
-            "detail": self.detail,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,15 +129,6 @@ class QualityOutcome:
     higher_is_better: bool
     tolerance: float | None
     ok: bool | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "baseline": self.baseline,
-            "higher_is_better": self.higher_is_better,
-            "tolerance": self.tolerance,
-            "ok": self.ok,
-        }
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -187,7 +149,7 @@ class TestEvidence:
     sla: tuple[SlaOutcome, ...]
     point: RooflinePoint | None
     baseline_point: RooflinePoint | None
-    bound_change: stats.BoundChange | None
+    bound_change: BoundChange | None
     efficiency_ratio: float | None
     drift: stats.Drift | None
     quality: tuple[QualityOutcome, ...]
@@ -206,7 +168,7 @@ class TestEvidence:
     design: str = "two-run"
 
 
-def margins(entry: BaselineEntry, context: GateContext) -> dict[str, float]:
+def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, float]:
     """The practical margin per gated quantile: never below the user's ``min_effect`` nor the
     run-to-run noise the baseline label's history shows for this test (with no history, the
     documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`)."""
@@ -224,7 +186,7 @@ def _compare(
     base: np.ndarray,
     cand: np.ndarray,
     deltas: Mapping[str, float],
-    context: GateContext,
+    context: EvidenceContext,
     nodeid: str,
     salt: int,
 ) -> dict[str, stats.QuantileComparison]:
@@ -244,7 +206,7 @@ def _compare(
 
 
 def _bonferroni(
-    comparison: stats.QuantileComparison, context: GateContext
+    comparison: stats.QuantileComparison, context: EvidenceContext
 ) -> stats.QuantileComparison:
     family = max(1, context.family_size) * len(GATED_QUANTILES)
     p_value = comparison.p_value
@@ -263,7 +225,7 @@ def _bonferroni(
 def should_replay(
     samples_s: np.ndarray,
     entry: BaselineEntry,
-    context: GateContext,
+    context: EvidenceContext,
     nodeid: str,
     *,
     common_mode: float = 1.0,
@@ -290,16 +252,11 @@ def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[
                 status=check.status,
                 threshold=threshold,
                 estimate=estimate,
-                detail=f"{key} {_fmt_s(estimate)} against SLA {_fmt_s(threshold)}: {check.status} (n={check.n})",
+                detail=f"{key} {format_seconds(estimate)} against SLA "
+                f"{format_seconds(threshold)}: {check.status} (n={check.n})",
             )
         )
     return out
-
-
-def _fmt_s(value: float | None) -> str:
-    from pytest_roofline.units import format_seconds
-
-    return format_seconds(value)
 
 
 def _roofline_sla(
@@ -327,7 +284,7 @@ def _roofline_sla(
             fast = float(np.quantile(samples, 0.05))
             best = target.place(declared, fast).efficiency or 0.0
             if best < sla.min_efficiency:
-                status: stats.SlaStatus = "breach"
+                status: SlaStatus = "breach"
             elif point.efficiency < sla.min_efficiency:
                 status = "possible breach"
             else:
@@ -416,34 +373,6 @@ def _quality(
     return tuple(outcomes), missing
 
 
-def is_positive_finite(value: float | None) -> bool:
-    """Whether ``value`` is a number, finite and above zero."""
-    return value is not None and math.isfinite(value) and value > 0
-
-
-def bound_change_between(base: RooflinePoint, cand: RooflinePoint) -> stats.BoundChange | None:
-    """The bound-class change from ``base`` to ``cand``, or ``None`` where none is defined.
-
-    A class change is only defined between two points with a finite, positive intensity (a pure
-    copy declares ``flops=0``, a pure compute kernel ``bytes_moved=0``) and a finite ridge.
-    """
-    ridge = cand.ridge if cand.ridge is not None else math.nan
-    if not (
-        math.isfinite(ridge)
-        and is_positive_finite(base.intensity)
-        and is_positive_finite(cand.intensity)
-    ):
-        return None
-    return stats.bound_change(
-        base.intensity,
-        cand.intensity,
-        base.ridge or ridge,
-        base_class=base.bound,
-        cand_class=cand.bound,
-        cand_ridge=ridge,
-    )
-
-
 def _drift_threshold(deltas: Mapping[str, float]) -> float:
     """Smallest first-to-last window change that counts as drift.
 
@@ -459,7 +388,7 @@ def _drift_threshold(deltas: Mapping[str, float]) -> float:
 def evaluate(
     result: TestResult,
     entry: BaselineEntry | None,
-    context: GateContext,
+    context: EvidenceContext,
     *,
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
@@ -513,7 +442,7 @@ def evaluate(
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
         if point is not None and baseline_point is not None:
-            bound = bound_change_between(baseline_point, point)
+            bound = roofline.bound_change_between(baseline_point, point)
             if point.efficiency and baseline_point.efficiency:
                 efficiency_ratio = point.efficiency / baseline_point.efficiency
         base_precision = entry.declared.precision if entry.declared else None

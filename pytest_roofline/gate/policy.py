@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from pytest_roofline.units import format_seconds
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
 from pytest_roofline.stats import CommonMode, QuantileComparison
+from pytest_roofline.units import format_seconds
+from pytest_roofline.vocabulary import DECISIONS, Decision
 
 __all__ = [
     "DECISIONS",
@@ -36,9 +36,6 @@ __all__ = [
     "decide_test",
     "first_failing_layer",
 ]
-
-Decision = Literal["ship", "rollback", "escalate"]
-DECISIONS: tuple[Decision, ...] = ("ship", "rollback", "escalate")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,46 +1,67 @@
-"""Compare → decide for a whole run: per-test evidence and decisions, then the run-level checks.
+"""Judge each test, then the run: evidence → decision → record per test, and the run's document.
 
-No pytest here: the plugin's session object and the ``pytest-roofline compare`` command both
-call these functions, so a stored comparison decides exactly as the live gate did.
+Pure (no pytest). The plugin's session judges each test as it finishes
+(:func:`judge_test`), so a rollback fails its own test; once every test is judged,
+:func:`analyse_run` adds what only the whole run shows (the common-mode shift, Benjamini-Hochberg
+across the run, the observability figures, the first failing slice and layer) and decides the
+run. ``pytest-roofline compare`` (:mod:`pytest_roofline.gate.compare`) and ``pytest-roofline
+ab`` (:mod:`pytest_roofline.ab.analysis`) use the same two steps, so a stored comparison decides
+exactly as the live gate did.
 """
 
 from __future__ import annotations
 
 import math
+import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from importlib import metadata
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from pytest_roofline import stats
-from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
+from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.gate.evidence import (
     MIN_COUNTER_COMPLETENESS,
     BaselineEntry,
-    GateContext,
-    TestEvidence,
-    baseline_entry,
+    EvidenceContext,
     evaluate,
 )
+from pytest_roofline.gate.layers import hardware_difference, layer_of, layers_changed, tag_diff
+from pytest_roofline.gate.policy import decide_run, decide_test
+from pytest_roofline.gate.record import platform_targets, test_record
+from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
-from pytest_roofline.gate.policy import TestDecision, decide_run, decide_test
-from pytest_roofline.report.json_report import evidence_document
-from pytest_roofline.report.model import RunView, TestView
-from pytest_roofline.model.results import TestResult, summarize
-from pytest_roofline.store.sqlite import Baseline, Store, StoredRun
-from pytest_roofline.config.tags import layer_of, tag_diff
+from pytest_roofline.model.document import (
+    CommonModeRecord,
+    GateRecord,
+    MethodRecord,
+    ObservabilityRecord,
+    RunDocument,
+    RunInfo,
+    SampleAdequacy,
+    SliceCoverage,
+    TagChange,
+    TargetRecord,
+    TestRecord,
+)
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.roofline import DEFAULT_OVERHEAD_EFFICIENCY, DEFAULT_RIDGE_MARGIN
+from pytest_roofline.store import Baseline, StoredRun
+from pytest_roofline.vocabulary import QUANTILES, Decision, FailOn
 
 __all__ = [
-    "TestOutcome",
+    "COMMON_MODE_THRESHOLD",
+    "MIN_TESTS_FOR_COMMON_MODE",
+    "BaselineFacts",
+    "analyse_run",
     "baseline_entries",
-    "build_run_view",
-    "compare_stored_runs",
-    "gate_context",
-    "hardware_difference",
-    "layers_changed",
-    "outcome_for",
+    "evidence_context",
+    "first_failing_slices",
+    "judge_test",
+    "low_counter_note",
+    "method_record",
     "replay_command",
 ]
 
@@ -53,61 +74,54 @@ MIN_TESTS_FOR_COMMON_MODE = 5
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class TestOutcome:
-    """A test's evidence and decision, and its JSON fragment."""
+class BaselineFacts:
+    """What the run-level analysis needs of the baseline: its label, run, tags and samples."""
 
-    __test__ = False
+    label: str
+    run_id: int | None
+    tags: Mapping[str, str]
+    target: str | None
+    machine: str
+    samples: Mapping[str, np.ndarray]
 
-    evidence: TestEvidence
-    decision: TestDecision
-    document: Mapping[str, Any]
-
-
-def layers_changed(
-    baseline_tags: Mapping[str, str], tags: Mapping[str, str], layers: Mapping[str, Sequence[str]]
-) -> tuple[str, ...]:
-    """Layers (in configured order) with at least one changed tag."""
-    changed = {layer_of(tag, layers) for tag in tag_diff(baseline_tags, tags)}
-    return tuple(layer for layer in layers if layer in changed)
-
-
-def hardware_difference(
-    baseline: StoredRun, target: HardwareTarget | None, machine: str
-) -> str | None:
-    """Why the baseline's hardware differs from this run's, or ``None``."""
-    base_target = str(baseline.record.target.get("name", "")) or None
-    if target is not None and base_target is not None and base_target != target.name:
-        return f"target {base_target!r} in the baseline, {target.name!r} now"
-    if baseline.record.machine and machine and baseline.record.machine != machine:
-        return f"machine {baseline.record.machine!r} in the baseline, {machine!r} now"
-    return None
+    @classmethod
+    def of(cls, baseline: Baseline) -> BaselineFacts:
+        latest = baseline.latest
+        return cls(
+            label=baseline.label,
+            run_id=latest.id,
+            tags=latest.record.tags,
+            target=str(latest.record.target.get("name", "")) or None,
+            machine=latest.record.machine,
+            samples={n: r.samples_s for n, r in latest.results.items()},
+        )
 
 
-def gate_context(
+def evidence_context(
     gate: GateSettings,
     *,
     family_size: int,
-    baseline: Baseline | None,
+    baseline: BaselineFacts | None,
     tags: Mapping[str, str],
     layers: Mapping[str, Sequence[str]],
     target: HardwareTarget | None,
     machine: str,
-) -> GateContext:
+) -> EvidenceContext:
     """The run-level facts each test's evaluation uses."""
+    common = {
+        "alpha": gate.alpha,
+        "min_effect": gate.min_effect,
+        "replay": gate.replay,
+        "family_size": family_size,
+    }
     if baseline is None:
-        return GateContext(
-            alpha=gate.alpha,
-            min_effect=gate.min_effect,
-            replay=gate.replay,
-            family_size=family_size,
-        )
-    return GateContext(
-        alpha=gate.alpha,
-        min_effect=gate.min_effect,
-        replay=gate.replay,
-        family_size=family_size,
-        layers_changed=layers_changed(baseline.latest.record.tags, tags, layers),
-        hardware_differs=hardware_difference(baseline.latest, target, machine),
+        return EvidenceContext(**common)  # type: ignore[arg-type]
+    return EvidenceContext(
+        **common,  # type: ignore[arg-type]
+        layers_changed=layers_changed(baseline.tags, tags, layers),
+        hardware_differs=hardware_difference(
+            baseline.target, baseline.machine, target.name if target else None, machine
+        ),
         baseline_label=baseline.label,
     )
 
@@ -116,12 +130,13 @@ def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
     """Each test's baseline entry: the latest run's samples, history from earlier runs (oldest first)."""
     if baseline is None:
         return {}
-    older = list(reversed(baseline.history))
-    entries = {}
-    for nodeid, stored in baseline.latest.results.items():
-        history = [run.results[nodeid].samples_s for run in older if nodeid in run.results]
-        entries[nodeid] = baseline_entry(stored.payload, stored.samples_s, history)
-    return entries
+    older: list[StoredRun] = list(reversed(baseline.history))
+    return {
+        nodeid: BaselineEntry.of(
+            stored, [run.results[nodeid].samples_s for run in older if nodeid in run.results]
+        )
+        for nodeid, stored in baseline.latest.results.items()
+    }
 
 
 def replay_command(nodeid: str, baseline_label: str | None, target: str | None) -> str:
@@ -135,119 +150,103 @@ def replay_command(nodeid: str, baseline_label: str | None, target: str | None) 
     return " ".join([*parts, quoted])
 
 
-def outcome_for(
+def judge_test(
     result: TestResult,
     entry: BaselineEntry | None,
-    context: GateContext,
+    context: EvidenceContext,
     *,
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
     common_mode: float = 1.0,
-) -> TestOutcome:
+) -> TestRecord:
     """Evaluate and decide one test (``common_mode``: the run-wide shift to divide out)."""
     evidence = evaluate(
         result, entry, context, target=target, replays=replays, common_mode=common_mode
     )
-    decision = decide_test(evidence)
-    command = replay_command(result.nodeid, context.baseline_label, target.name if target else None)
-    document = evidence_document(
+    return test_record(
+        result,
         evidence,
-        decision,
-        replay_command=command,
-        candidate_samples=result.measurement.samples_s,
+        decide_test(evidence),
+        replay_command=replay_command(
+            result.nodeid, context.baseline_label, target.name if target else None
+        ),
         baseline_samples=entry.samples_s if entry is not None else None,
+        presets=load_presets(),
     )
-    return TestOutcome(evidence, decision, document)
 
 
-def _bh(documents: Mapping[str, dict[str, Any]], alpha: float) -> list[str]:
-    """Benjamini-Hochberg over every comparison of the run; adds ``p_bh`` to each change.
+# --------------------------------------------------------------------------- run-level
+def _with_bh(
+    records: Mapping[str, TestRecord], alpha: float
+) -> tuple[dict[str, TestRecord], list[str]]:
+    """Benjamini-Hochberg over every comparison of the run (``p_bh`` on each change).
 
-    Returns run-level reasons for tests the procedure flags beyond the per-test decisions.
+    Returns the records with ``p_bh`` set and run-level reasons for tests the procedure flags
+    although their own decision ships (the per-test bound decides; BH is reported).
     """
-    keys, p_values = [], []
-    for nodeid, doc in documents.items():
-        for name, change in (doc.get("change") or {}).items():
-            p = change.get("p_value")
-            if p is not None and math.isfinite(p):
-                keys.append((nodeid, name))
-                p_values.append(p)
-    if not p_values:
-        return []
-    adjusted = scipy_stats.false_discovery_control(np.asarray(p_values), method="bh")
+    keys = [
+        (nodeid, name)
+        for nodeid, record in records.items()
+        for name, change in (record.change or {}).items()
+        if change.p_value is not None
+    ]
+    adjusted = stats.bh_adjust([records[n].change[q].p_value for n, q in keys])  # type: ignore[index,arg-type]
+    out = dict(records)
     reasons = []
     for (nodeid, name), p_bh in zip(keys, adjusted, strict=True):
-        change = documents[nodeid]["change"][name]
-        change["p_bh"] = float(p_bh)
-        ratio, delta = change.get("ratio"), change.get("delta")
+        record = out[nodeid]
+        change = replace(record.change[name], p_bh=float(p_bh))  # type: ignore[index]
+        out[nodeid] = replace(record, change={**(record.change or {}), name: change})
+        ratio, delta = change.ratio, change.delta
         flagged = p_bh < alpha and ratio is not None and delta is not None and ratio >= 1 + delta
-        if flagged and documents[nodeid].get("decision") == "ship":
+        if flagged and record.decision == "ship":
             reasons.append(
-                f"{nodeid}: {name} x{ratio:.3f} is significant across the run (BH p = {p_bh:.3g}) "
-                "though not by the per-test bound"
+                f"{nodeid}: {name} x{ratio:.3f} is significant across the run "
+                f"(BH p = {p_bh:.3g}) though not by the per-test bound"
             )
-    return reasons
+    return out, reasons
+
+
+def _share(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
 
 
 def _observability(
-    results: Mapping[str, TestResult],
-    documents: Mapping[str, Mapping[str, Any]],
-    gate: GateSettings,
-) -> dict[str, Any]:
-    n = len(results)
-    if n == 0:
-        return {
-            k: None
-            for k in (
-                "counter_completeness",
-                "trigger_coverage",
-                "replay_success_rate",
-                "sample_adequacy",
-                "escape_risk",
-                "slice_coverage",
-            )
-        }
+    results: Mapping[str, TestResult], records: Mapping[str, TestRecord], gate: GateSettings
+) -> ObservabilityRecord:
+    if not results:
+        return ObservabilityRecord()
     completeness = [
         r.measurement.counters.completeness
         for r in results.values()
         if r.measurement.counters is not None
     ]
-    non_ship = [d for d in documents.values() if d.get("decision") in ("rollback", "escalate")]
-    replayed = [d["replay"] for d in documents.values() if (d.get("replay") or {}).get("attempted")]
+    non_ship = [r for r in records.values() if r.decision in ("rollback", "escalate")]
+    replayed = [r.replay for r in records.values() if r.replay is not None and r.replay.attempted]
     sizes = [r.measurement.samples_s.size for r in results.values()]
-    mde95 = [(d.get("mde") or {}).get("p95") for d in documents.values()]
     groups: dict[str, set[tuple[str, str]]] = {}
     for r in results.values():
         if r.slice is not None and r.slice.group is not None:
             groups.setdefault(r.slice.group, set()).add((r.slice.name, r.slice.source))
-    return {
-        "counter_completeness": float(np.mean(completeness)) if completeness else None,
-        "trigger_coverage": (
-            sum(not d.get("missing_evidence") for d in non_ship) / len(non_ship)
-            if non_ship
-            else None
+    margin = gate.min_effect.get("p95", 0.05)
+    return ObservabilityRecord(
+        counter_completeness=float(np.mean(completeness)) if completeness else None,
+        trigger_coverage=_share([not r.missing_evidence for r in non_ship]),
+        replay_success_rate=_share([bool(r.reproduced) for r in replayed]),
+        sample_adequacy=SampleAdequacy(
+            p95=_share([s >= stats.n_floor(0.95, gate.alpha) for s in sizes]),
+            p99=_share([s >= stats.n_floor(0.99, gate.alpha) for s in sizes]),
         ),
-        "replay_success_rate": sum(bool(r.get("reproduced")) for r in replayed) / len(replayed)
-        if replayed
-        else None,
-        "sample_adequacy": {
-            "p95": sum(s >= stats.n_floor(0.95, gate.alpha) for s in sizes) / n,
-            "p99": sum(s >= stats.n_floor(0.99, gate.alpha) for s in sizes) / n,
-        },
         # A test that cannot see a change of the gate's margin lets such a regression escape.
-        "escape_risk": sum(m is None or m > gate.min_effect.get("p95", 0.05) for m in mde95) / n,
-        "slice_coverage": {
-            "groups": len(groups),
-            "multi_shape": sum(len({name for name, _ in s}) > 1 for s in groups.values())
-            / len(groups)
-            if groups
-            else None,
-            "production": sum(any(src == "production" for _, src in s) for s in groups.values())
-            / len(groups)
-            if groups
-            else None,
-        },
-    }
+        escape_risk=_share(
+            [(m := r.mde.get("p95")) is None or m > margin for r in records.values()]
+        ),
+        slice_coverage=SliceCoverage(
+            groups=len(groups),
+            multi_shape=_share([len({name for name, _ in s}) > 1 for s in groups.values()]),
+            production=_share([any(src == "production" for _, src in s) for s in groups.values()]),
+        ),
+    )
 
 
 def _size(result: TestResult) -> tuple[float, float]:
@@ -256,34 +255,91 @@ def _size(result: TestResult) -> tuple[float, float]:
     work = 0.0
     if declared is not None:
         work = float(declared.flops or 0.0) + float(declared.bytes_moved or 0.0)
-    return (
-        work,
-        float(np.median(result.measurement.samples_s))
-        if result.measurement.samples_s.size
-        else 0.0,
-    )
+    samples = result.measurement.samples_s
+    return work, float(np.median(samples)) if samples.size else 0.0
 
 
 def first_failing_slices(
-    results: Mapping[str, TestResult], documents: Mapping[str, Mapping[str, Any]]
+    results: Mapping[str, TestResult], decisions: Mapping[str, Decision | None]
 ) -> dict[str, str]:
     """For each slice group with a non-ship test, its smallest failing slice (the cheapest repro)."""
     failing: dict[str, list[tuple[tuple[float, float], str]]] = {}
     for nodeid, result in results.items():
         if result.slice is None or result.slice.group is None:
             continue
-        if documents.get(nodeid, {}).get("decision") in ("rollback", "escalate"):
+        if decisions.get(nodeid) in ("rollback", "escalate"):
             failing.setdefault(result.slice.group, []).append((_size(result), nodeid))
     return {group: min(entries)[1] for group, entries in sorted(failing.items())}
 
 
-def build_run_view(
-    *,
+def low_counter_note(results: Mapping[str, TestResult]) -> tuple[str, ...]:
+    """The run's note on tests whose counters are mostly missing (it explains gaps; it decides
+    nothing)."""
+    low = [
+        n
+        for n, r in results.items()
+        if r.measurement.counters is not None
+        and r.measurement.counters.completeness < MIN_COUNTER_COMPLETENESS
+    ]
+    if not low:
+        return ()
+    return (f"{len(low)} test(s) with counter completeness below {MIN_COUNTER_COMPLETENESS:.0%}",)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict[str, str | None]:
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "pytest_roofline": version("pytest-roofline"),
+        "python": platform.python_version(),
+        "pytest": version("pytest"),
+        "numpy": version("numpy"),
+        "scipy": version("scipy"),
+    }
+
+
+def method_record(gate: GateSettings) -> MethodRecord:
+    """The method constants this version uses, for the document (shown in the report's notes)."""
+    return MethodRecord(
+        sample_floor={name: stats.n_floor(QUANTILES[name], gate.alpha) for name in ("p95", "p99")},
+        abs_floor_s=stats.ABS_FLOOR_S,
+        ridge_margin=DEFAULT_RIDGE_MARGIN,
+        overhead_efficiency=DEFAULT_OVERHEAD_EFFICIENCY,
+        default_noise_floor={name: stats.default_noise_floor(q) for name, q in QUANTILES.items()},
+    )
+
+
+def _common_mode(
+    results: Mapping[str, TestResult], baseline: BaselineFacts | None
+) -> stats.CommonMode | None:
+    if baseline is None:
+        return None
+    # Raw p50 ratios (the per-test comparisons may already have the running shift divided out).
+    log_ratios = [
+        math.log(float(np.median(r.measurement.samples_s)) / float(np.median(base)))
+        for nodeid, r in results.items()
+        if (base := baseline.samples.get(nodeid)) is not None
+        and r.measurement.samples_s.size
+        and base.size
+    ]
+    return stats.common_mode(log_ratios) if len(log_ratios) >= MIN_TESTS_FOR_COMMON_MODE else None
+
+
+def analyse_run(
     results: Mapping[str, TestResult],
-    outcomes: Mapping[str, Mapping[str, Any]],
-    baseline: Baseline | None,
+    records: Mapping[str, TestRecord],
+    *,
+    baseline: BaselineFacts | None,
     gate: GateSettings,
-    gate_on: str,
+    gate_on: FailOn,
     label: str | None,
     tags: Mapping[str, str],
     layers: Mapping[str, Sequence[str]],
@@ -291,163 +347,67 @@ def build_run_view(
     machine: str,
     started: float,
     finished: float,
-) -> RunView:
-    """Run-level analysis (common mode, BH, observability, the run decision) and the view model."""
-    documents = {nodeid: dict(outcomes.get(nodeid, {})) for nodeid in results}
-    for doc in documents.values():
-        if doc.get("change"):
-            doc["change"] = {name: dict(change) for name, change in doc["change"].items()}
-    baseline_results = baseline.latest.results if baseline is not None else {}
-    # Raw p50 ratios (the per-test comparisons may already have the running shift divided out).
-    log_ratios = [
-        math.log(
-            float(np.median(result.measurement.samples_s))
-            / float(np.median(baseline_results[nodeid].samples_s))
-        )
-        for nodeid, result in results.items()
-        if nodeid in baseline_results
-        and result.measurement.samples_s.size
-        and baseline_results[nodeid].samples_s.size
-    ]
-    common = stats.common_mode(log_ratios) if len(log_ratios) >= MIN_TESTS_FOR_COMMON_MODE else None
-    run_reasons = _bh(documents, gate.alpha)
-    counters_low = [
-        n
-        for n, r in results.items()
-        if r.measurement.counters is not None
-        and r.measurement.counters.completeness < MIN_COUNTER_COMPLETENESS
-    ]
-    # Shown with the run's reasons (it explains gaps in the evidence), but decides nothing.
-    counter_notes = (
-        (
-            f"{len(counters_low)} test(s) with counter completeness below {MIN_COUNTER_COMPLETENESS:.0%}",
-        )
-        if counters_low
-        else ()
-    )
-    decision = decide_run(
-        {nodeid: doc.get("decision", "ship") for nodeid, doc in documents.items()},
-        common_mode=common,
+    paired: bool = False,
+    run_reasons: Sequence[str] = (),
+) -> RunDocument:
+    """The run's document: run-level checks on the judged tests, then the run decision.
+
+    :param paired: the tests were compared in alternating rounds of one job: a shift every test
+        shares was measured under the same machine conditions on both sides, so the common-mode
+        factor is reported but does not escalate the run.
+    :param run_reasons: run-level problems found elsewhere (e.g. failing rounds); they escalate.
+    """
+    tested = {nodeid: records[nodeid] for nodeid in sorted(results) if nodeid in records}
+    tested, bh_reasons = _with_bh(tested, gate.alpha)
+    common = _common_mode(results, baseline)
+    run_decision = decide_run(
+        {nodeid: record.decision or "ship" for nodeid, record in tested.items()},
+        common_mode=None if paired else common,
         common_mode_threshold=COMMON_MODE_THRESHOLD,
-        run_reasons=run_reasons,
+        run_reasons=[*bh_reasons, *run_reasons],
     )
-    baseline_run = baseline.latest if baseline is not None else None
-    diff = tag_diff(baseline_run.record.tags, tags) if baseline_run else {}
-    changed_layers = layers_changed(baseline_run.record.tags, tags, layers) if baseline_run else ()
-    tests = [
-        TestView(
-            nodeid=nodeid,
-            slice_name=result.slice.name if result.slice else None,
-            slice_group=result.slice.group if result.slice else None,
-            source=result.slice.source if result.slice else None,
-            owners=result.owners,
-            rollback_boundary=result.rollback,
-            summary=summarize(result.measurement.samples_s),
-            batch_size=result.measurement.samples.batch_size,
-            stop_reason=result.measurement.samples.stop_reason,
-            elapsed_s=result.measurement.samples.elapsed_s,
-            baseline=summarize(baseline_results[nodeid].samples_s)
-            if nodeid in baseline_results
-            else None,
-            declared=result.measurement.declared.to_dict() if result.measurement.declared else None,
-            counters=result.measurement.counters.to_dict() if result.measurement.counters else None,
-            decision=documents[nodeid].get("decision"),
-            reasons=tuple(documents[nodeid].get("reasons", ())),
-            outcome=documents[nodeid],
-        )
-        for nodeid, result in sorted(results.items())
-    ]
-    return RunView(
+    decision: Decision = run_decision.decision
+    diff = tag_diff(baseline.tags, tags) if baseline is not None else {}
+    changed = layers_changed(baseline.tags, tags, layers) if baseline is not None else ()
+    base_ids = set(baseline.samples) if baseline is not None else set()
+    run = RunInfo(
         label=label,
         baseline_label=baseline.label if baseline else None,
-        baseline_run_id=baseline_run.id if baseline_run else None,
+        baseline_run_id=baseline.run_id if baseline else None,
         tags=dict(tags),
-        tag_diff={k: (b, c, layer_of(k, layers)) for k, (b, c) in diff.items()},
-        first_failing_layer=changed_layers[0]
-        if changed_layers and decision.decision != "ship"
-        else None,
-        target=target.to_dict() if target is not None else None,
-        machine=machine,
-        started=started,
-        finished=finished,
-        tests=tests,
-        missing_from_baseline=tuple(
-            n for n in sorted(results) if baseline_run and n not in baseline_results
+        tag_diff={k: TagChange(b, c, layer_of(k, layers)) for k, (b, c) in diff.items()},
+        first_failing_layer=changed[0] if changed and decision != "ship" else None,
+        first_failing_slices=first_failing_slices(
+            results, {n: r.decision for n, r in tested.items()}
         ),
-        missing_from_candidate=tuple(n for n in sorted(baseline_results) if n not in results),
-        decision=decision.decision,
-        reasons=decision.reasons + counter_notes,
-        observability=_observability(results, documents, gate),
-        first_failing_slices=first_failing_slices(results, documents),
+        target=TargetRecord.from_json(target.to_dict()) if target is not None else None,
+        machine=machine,
+        started=_iso(started),
+        finished=_iso(finished),
         common_mode=(
-            {**common.to_dict(), "threshold": COMMON_MODE_THRESHOLD, "applied": False}
+            CommonModeRecord(
+                factor=common.factor,
+                log_factor=common.log_factor,
+                n_tests=common.n_tests,
+                spread=common.spread,
+                threshold=None if paired else COMMON_MODE_THRESHOLD,
+                applied=False,
+            )
             if common is not None
             else None
         ),
-        gate={
-            "alpha": gate.alpha,
-            "min_effect": dict(gate.min_effect),
-            "replay": gate.replay,
-            "gate_on": gate_on,
-        },
+        design="paired" if paired else "two-run",
+        gate=GateRecord(gate.alpha, dict(gate.min_effect), gate.replay, gate_on),
+        missing_from_baseline=tuple(n for n in sorted(results) if baseline and n not in base_ids),
+        missing_from_candidate=tuple(n for n in sorted(base_ids) if n not in results),
+        method=method_record(gate),
+        platforms=platform_targets(),
     )
-
-
-def compare_stored_runs(
-    store: Store,
-    base_run_id: int,
-    cand_run_id: int,
-    *,
-    gate: GateSettings | None = None,
-    layers: Mapping[str, Sequence[str]] = DEFAULT_LAYERS,
-    gate_on: str = "rollback",
-) -> dict[str, Any]:
-    """Compare two stored runs offline; return the JSON document (as ``--roofline-json`` writes it).
-
-    The candidate's stored samples are its first measurement (replays are not stored), so a
-    regression found here is decided as if replay were off.
-    """
-    from pytest_roofline.report.json_report import run_document
-
-    gate = gate or GateSettings()
-    base_run = store.load_run(base_run_id)
-    cand_run = store.load_run(cand_run_id)
-    label = base_run.record.label or f"run {base_run_id}"
-    baseline = Baseline(label=label, latest=base_run, history=())
-    target = HardwareTarget.from_dict(cand_run.record.target) if cand_run.record.target else None
-    results = {
-        nodeid: TestResult.from_dict(stored.payload, samples_s=stored.samples_s)
-        for nodeid, stored in cand_run.results.items()
-    }
-    offline_gate = GateSettings(
-        alpha=gate.alpha, min_effect=gate.min_effect, replay=0, history=gate.history
+    return RunDocument(
+        decision=decision,
+        reasons=run_decision.reasons + low_counter_note(results),
+        run=run,
+        observability=_observability(results, tested, gate),
+        versions=_versions(),
+        tests=tuple(tested.values()),
     )
-    context = gate_context(
-        offline_gate,
-        family_size=len(results),
-        baseline=baseline,
-        tags=cand_run.record.tags,
-        layers=layers,
-        target=target,
-        machine=cand_run.record.machine,
-    )
-    entries = baseline_entries(baseline)
-    outcomes = {
-        nodeid: dict(outcome_for(result, entries.get(nodeid), context, target=target).document)
-        for nodeid, result in results.items()
-    }
-    view = build_run_view(
-        results=results,
-        outcomes=outcomes,
-        baseline=baseline,
-        gate=offline_gate,
-        gate_on=gate_on,
-        label=cand_run.record.label,
-        tags=cand_run.record.tags,
-        layers=layers,
-        target=target,
-        machine=cand_run.record.machine,
-        started=cand_run.record.started,
-        finished=cand_run.record.finished,
-    )
-    return run_document(view)

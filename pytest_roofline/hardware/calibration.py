@@ -20,45 +20,39 @@ drift check; on a busy host it is flagged (or refused). Never imports pytest.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
-import itertools
 import math
 import os
-import platform
 import statistics
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from pytest_roofline.errors import RooflineError, RooflineWarning
+from pytest_roofline.hardware.busy import host_busy, load_average
+from pytest_roofline.hardware.kernels import HostKernels, NumpyKernels
+from pytest_roofline.hardware.machine import (
+    available_cpus,
+    blas_description,
+    blas_threads_env,
+    machine_fingerprint,
+)
 from pytest_roofline.hardware.target import HardwareTarget, Provenance
 
 __all__ = [
-    "BUSY_CPU_SHARE",
-    "BUSY_OTHER_LOAD_PER_CPU",
     "CALIBRATION_VERSION",
     "DRIFT_TOLERANCE",
     "CalibrationCache",
     "HostCalibration",
-    "HostKernels",
-    "NumpyKernels",
     "calibrate_host",
     "calibration_key",
     "drift_probe",
-    "format_roofs",
-    "host_busy",
     "host_calibration",
     "host_target",
-    "machine_fingerprint",
 ]
 
 #: Part of the cache key: bump when the method changes, so old calibrations stop matching.
@@ -72,24 +66,8 @@ CALIBRATION_VERSION = 1
 #: the 2-vCPU VM's DRAM roof switches between ~37 and ~60 GB/s as its memory share changes.
 DRIFT_TOLERANCE = 0.25
 
-#: The host counts as busy when this process got less than this share of the CPU time its
-#: BLAS threads could use during the GEMMs (others, or the hypervisor, took the rest). Measured
-#: here: 0.94-1.0 on an idle host, 0.5-0.75 with one CPU-bound process beside it on 2 CPUs.
-BUSY_CPU_SHARE = 0.85
-
-#: ... or when the 1-minute load average, less this process's own runnable thread, exceeds
-#: this many runnable tasks per CPU (one hog on a 2-CPU machine is 0.5 per CPU).
-BUSY_OTHER_LOAD_PER_CPU = 0.25
-
 _SCHEMA_VERSION = 1
 _MIB = 2**20
-# STREAM byte counts per element (write-allocate not counted, as STREAM reports).
-_STREAM_BYTES_PER_ELEMENT: Mapping[str, int] = {"copy": 16, "add": 24, "triad": 24}
-# Triad is done in chunks this long so the temporary ``s * c`` stays in L2: numpy has no fused
-# triad, and an unchunked temporary would stream through DRAM (40 B/element of real traffic).
-_TRIAD_CHUNK = 32 * 1024
-_GEMM_MIN_N = 256
-_GEMM_MAX_N = 4096
 
 
 class CalibrationCache(Protocol):
@@ -264,148 +242,6 @@ class HostCalibration:
         )
 
 
-# --------------------------------------------------------------------------- machine identity
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def _cpuinfo() -> dict[str, str]:
-    """Fields of the first processor block of /proc/cpuinfo (empty off Linux)."""
-    text = _read_text("/proc/cpuinfo") or ""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _memory_bytes() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _size_bytes(text: str) -> int | None:
-    text = text.strip()
-    if not text:
-        return None
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1].upper(), 1)
-    digits = text.rstrip("KMGkmg")
-    return int(digits) * scale if digits.isdigit() else None
-
-
-def _last_level_caches() -> tuple[int | None, int | None]:
-    """(size of one last-level cache, total over distinct instances) from sysfs, in bytes.
-
-    The total matters for sizing DRAM arrays: on a many-chiplet CPU each instance is small but
-    together they can hold hundreds of MiB.
-    """
-    base = "/sys/devices/system/cpu"
-    try:
-        cpus = [d for d in os.listdir(base) if d.startswith("cpu") and d[3:].isdigit()]
-    except OSError:
-        return None, None
-    best_level = 0
-    instances: dict[tuple[int, str], int] = {}
-    for cpu in cpus:
-        cache_dir = f"{base}/{cpu}/cache"
-        try:
-            indices = [d for d in os.listdir(cache_dir) if d.startswith("index")]
-        except OSError:
-            continue
-        for index in indices:
-            path = f"{cache_dir}/{index}"
-            level_text = _read_text(f"{path}/level")
-            kind = (_read_text(f"{path}/type") or "").strip()
-            size = _size_bytes(_read_text(f"{path}/size") or "")
-            shared = (_read_text(f"{path}/shared_cpu_list") or cpu).strip()
-            if level_text is None or size is None or kind == "Instruction":
-                continue
-            level = int(level_text.strip())
-            best_level = max(best_level, level)
-            instances[(level, shared)] = size
-    sizes = [size for (level, _), size in instances.items() if level == best_level]
-    if not sizes:
-        return None, None
-    return max(sizes), sum(sizes)
-
-
-def machine_fingerprint() -> str:
-    """Describe this machine's hardware for the calibration cache key.
-
-    Contains: architecture; CPU model, and on x86 family/model/stepping; a short digest of the
-    CPU feature flags (in a VM the model name can be generic, the exposed flags are not); the
-    number of CPUs; physical memory rounded to GiB; the last-level cache size; the cgroup CPU
-    quota when there is one. Not the hostname, so re-created containers and identical CI
-    runners share a key; not the kernel or Python version, which do not change roofs (the
-    drift check catches what the key misses).
-    """
-    info = _cpuinfo()
-    model = (
-        info.get("model name")
-        or info.get("Hardware")
-        or info.get("uarch")
-        or info.get("cpu")
-        or platform.processor()
-        or "unknown CPU"
-    )
-    parts = [platform.machine() or "unknown-arch", model]
-    if "cpu family" in info:
-        parts.append(
-            f"family {info.get('cpu family')} model {info.get('model', '?')} "
-            f"stepping {info.get('stepping', '?')}"
-        )
-    elif "CPU part" in info:
-        parts.append(f"implementer {info.get('CPU implementer', '?')} part {info['CPU part']}")
-    flags = info.get("flags") or info.get("Features")
-    if flags:
-        digest = hashlib.sha256(" ".join(sorted(flags.split())).encode()).hexdigest()[:8]
-        parts.append(f"flags {digest}")
-    parts.append(f"{os.cpu_count() or 1} CPUs")
-    memory = _memory_bytes()
-    if memory:
-        parts.append(f"{round(memory / 2**30)} GiB")
-    llc, _ = _last_level_caches()
-    if llc:
-        parts.append(f"LLC {llc // _MIB} MiB")
-    quota = (_read_text("/sys/fs/cgroup/cpu.max") or "").strip()
-    if quota and not quota.startswith("max"):
-        parts.append(f"cpu.max {quota}")
-    return " | ".join(parts)
-
-
-def _blas_description() -> str:
-    try:
-        # numpy >= 1.26 returns the build configuration; silence any printing of older ones.
-        with contextlib.redirect_stdout(io.StringIO()):
-            config = np.show_config(mode="dicts")
-        blas = config["Build Dependencies"]["blas"]
-        return f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
-    except Exception:
-        return "BLAS unknown"
-
-
-def _blas_threads_env() -> str:
-    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    return ",".join(f"{n}={os.environ[n]}" for n in names if n in os.environ)
-
-
 def calibration_key(threads: int | None = None) -> str:
     """The cache key of a calibration: machine, numpy and BLAS versions, thread counts.
 
@@ -414,229 +250,18 @@ def calibration_key(threads: int | None = None) -> str:
         numpy 2.4.6 | scipy-openblas 0.3.31 | threads 2"``; BLAS thread variables
         (``OPENBLAS_NUM_THREADS``...) are appended when set, since they change the GEMM roof.
     """
-    threads = threads or _available_cpus()
+    threads = threads or available_cpus()
     parts = [
         f"host-calibration v{CALIBRATION_VERSION}",
         machine_fingerprint(),
         f"numpy {np.__version__}",
-        _blas_description(),
+        blas_description(),
         f"threads {threads}",
     ]
-    env = _blas_threads_env()
+    env = blas_threads_env()
     if env:
         parts.append(env)
     return " | ".join(parts)
-
-
-# --------------------------------------------------------------------------- busy detection
-def _load_average() -> tuple[float, float, float] | None:
-    try:
-        return os.getloadavg()
-    except (AttributeError, OSError):
-        return None
-
-
-def host_busy(
-    *,
-    cpu_share: float | None = None,
-    threads: int = 1,
-    load_average: tuple[float, float, float] | None = None,
-    cpu_count: int | None = None,
-) -> str | None:
-    """Say why the host looks too busy to calibrate on, or return ``None``.
-
-    Two signals: the CPU share this process got while running ``threads`` busy threads
-    (process CPU time ÷ (wall time × threads); below :data:`BUSY_CPU_SHARE` others or the
-    hypervisor took the rest), and the 1-minute load average less this process's own thread
-    (above :data:`BUSY_OTHER_LOAD_PER_CPU` per CPU).
-
-    :param cpu_share: measured share, or ``None`` to skip that signal.
-    :param threads: threads the share refers to (for the message).
-    :param load_average: ``os.getloadavg()`` taken before calibrating, or ``None`` to skip.
-    :param cpu_count: CPUs available to this process (default: its affinity mask).
-    """
-    reasons: list[str] = []
-    if cpu_share is not None and cpu_share < BUSY_CPU_SHARE:
-        reasons.append(
-            f"this process got {cpu_share:.0%} of the CPU time its {threads} thread(s) could use "
-            "(other processes or the hypervisor took the rest)"
-        )
-    if load_average is not None:
-        cpus = cpu_count or _available_cpus()
-        others = load_average[0] - 1.0
-        if others > BUSY_OTHER_LOAD_PER_CPU * cpus:
-            reasons.append(
-                f"1-minute load average {load_average[0]:.2f} on {cpus} CPU(s) "
-                "(other work is running)"
-            )
-    return "; ".join(reasons) or None
-
-
-# --------------------------------------------------------------------------- kernels
-class HostKernels(Protocol):
-    """The measurements a calibration needs; :class:`NumpyKernels` is the real one.
-
-    Rates are per timed repetition; tests substitute fixed numbers.
-    """
-
-    threads: int
-
-    def bandwidth(self, level: str, kernels: Sequence[str], reps: int) -> dict[str, list[float]]:
-        """Bytes/s per rep of each STREAM kernel on ``level``-sized arrays (``dram``/``llc``)."""
-
-    def gemm(self, precision: str, reps: int, *, n: int | None = None) -> tuple[int, list[float]]:
-        """FLOP/s per rep of an n×n matmul in ``precision`` (``n`` chosen when ``None``)."""
-
-    def dispatch(self, reps: int) -> list[float]:
-        """Seconds per call of a tiny numpy op, one figure per batch."""
-
-    def sizes(self) -> dict[str, int]:
-        """What was measured (array bytes per level)."""
-
-
-def _round_n(n: float) -> int:
-    return int(min(_GEMM_MAX_N, max(_GEMM_MIN_N, 64 * round(n / 64))))
-
-
-class NumpyKernels:
-    """Real measurements with numpy on this machine.
-
-    :param threads: threads for the bandwidth kernels.
-    :param clock: monotonic clock in seconds.
-    :param gemm_seconds: target duration of one GEMM call (sets ``n``); short calls under-read
-        the peak (blocking and thread start-up), long ones cost calibration time.
-    """
-
-    def __init__(
-        self,
-        *,
-        threads: int,
-        clock: Callable[[], float] = time.perf_counter,
-        gemm_seconds: float = 0.05,
-    ) -> None:
-        self.threads = max(1, threads)
-        self._clock = clock
-        self._gemm_seconds = gemm_seconds
-        self._sizes: dict[str, int] = {}
-        llc, llc_total = _last_level_caches()
-        self._llc = llc or 32 * _MIB
-        self._llc_total = llc_total or self._llc
-        self._memory = _memory_bytes() or 8 * 2**30
-
-    def sizes(self) -> dict[str, int]:
-        """Array bytes per level measured so far."""
-        return dict(self._sizes)
-
-    def _array_elements(self, level: str) -> int:
-        if level == "llc":
-            # Three arrays filling about 3/4 of one LLC instance.
-            size = max(self._llc // 4, 256 * 1024)
-        else:
-            # Working set well beyond every LLC instance together, so no pass reuses the last
-            # one's data; capped so a big-cache server does not spend its memory on this.
-            size = max(2 * self._llc_total, 64 * _MIB)
-            size = min(size, max(self._memory // 16, 16 * _MIB))
-        return int(size // 8)
-
-    def bandwidth(self, level: str, kernels: Sequence[str], reps: int) -> dict[str, list[float]]:
-        """Bytes/s per rep of each of ``kernels`` (``copy``, ``add``, ``triad``) on ``level``."""
-        n = self._array_elements(level)
-        self._sizes[f"array_bytes.{level}"] = n * 8
-        # np.full, not np.zeros: zeros are mapped lazily and would fault inside the timing.
-        a = np.full(n, 0.0)
-        b = np.full(n, 1.0)
-        c = np.full(n, 2.0)
-        bounds = np.linspace(0, n, self.threads + 1).astype(int)
-        parts = [(a[lo:hi], b[lo:hi], c[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
-        temps = [np.empty(_TRIAD_CHUNK) for _ in parts]
-        # Cache-resident passes are short: repeat them inside one timing so the thread-pool
-        # hand-off does not dominate.
-        inner = max(1, math.ceil(64 * _MIB / (3 * n * 8))) if level == "llc" else 1
-        out: dict[str, list[float]] = {}
-        with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            for name in kernels:
-                kernel = _STREAM_KERNELS[name]
-                work = [(kernel, part, temp) for part, temp in zip(parts, temps, strict=True)]
-
-                def run(item: tuple[_Kernel, tuple[_Array, _Array, _Array], _Array]) -> None:
-                    fn, (x, y, z), tmp = item
-                    for _ in range(inner):
-                        fn(x, y, z, tmp)
-
-                rates: list[float] = []
-                for rep in range(reps + 1):  # rep 0 warms up: page faults, pool start-up
-                    start = self._clock()
-                    if self.threads == 1:
-                        run(work[0])
-                    else:
-                        list(pool.map(run, work))
-                    elapsed = self._clock() - start
-                    if rep and elapsed > 0:
-                        rates.append(_STREAM_BYTES_PER_ELEMENT[name] * n * inner / elapsed)
-                out[name] = rates
-        return out
-
-    def _time_gemm(self, dtype: np.dtype[Any], n: int, calls: int) -> list[float]:
-        x = np.full((n, n), 0.5, dtype=dtype)
-        y = np.full((n, n), 0.25, dtype=dtype)
-        z = np.empty((n, n), dtype=dtype)
-        np.matmul(x, y, out=z)  # warm-up: BLAS thread pool, page faults
-        times = []
-        for _ in range(calls):
-            start = self._clock()
-            np.matmul(x, y, out=z)
-            times.append(self._clock() - start)
-        return times
-
-    def gemm(self, precision: str, reps: int, *, n: int | None = None) -> tuple[int, list[float]]:
-        """FLOP/s per rep of ``numpy.matmul`` on n×n ``precision`` matrices (2·n³ FLOPs)."""
-        dtype = np.dtype({"fp64": np.float64, "fp32": np.float32}[precision])
-        if n is None:
-            # Grow n until one call takes about gemm_seconds (time ~ n³), in at most 3 steps.
-            n = _GEMM_MIN_N * 2
-            for _ in range(3):
-                elapsed = min(self._time_gemm(dtype, n, 1))
-                if elapsed >= 0.5 * self._gemm_seconds or n >= _GEMM_MAX_N:
-                    break
-                n = _round_n(n * (self._gemm_seconds / max(elapsed, 1e-6)) ** (1 / 3))
-        times = self._time_gemm(dtype, n, reps)
-        return n, [2.0 * n**3 / t for t in times if t > 0]
-
-    def dispatch(self, reps: int) -> list[float]:
-        """Seconds per call of ``numpy.add`` on 8 elements, best of ``reps`` batches."""
-        x = np.ones(8)
-        out = np.empty(8)
-        calls = 2000
-        result = []
-        for _ in range(reps):
-            start = self._clock()
-            for _ in range(calls):
-                np.add(x, x, out=out)
-            result.append((self._clock() - start) / calls)
-        return result
-
-
-_Array = npt.NDArray[np.float64]
-_Kernel = Callable[[_Array, _Array, _Array, _Array], None]
-
-
-def _copy(a: _Array, b: _Array, c: _Array, tmp: _Array) -> None:
-    np.copyto(a, b)
-
-
-def _add(a: _Array, b: _Array, c: _Array, tmp: _Array) -> None:
-    np.add(b, c, out=a)
-
-
-def _triad(a: _Array, b: _Array, c: _Array, tmp: _Array) -> None:
-    for lo in range(0, a.shape[0], _TRIAD_CHUNK):
-        hi = min(lo + _TRIAD_CHUNK, a.shape[0])
-        t = tmp[: hi - lo]
-        np.multiply(c[lo:hi], 3.0, out=t)
-        np.add(b[lo:hi], t, out=a[lo:hi])
-
-
-_STREAM_KERNELS: Mapping[str, _Kernel] = {"copy": _copy, "add": _add, "triad": _triad}
 
 
 def _spread(values: Sequence[float]) -> float:
@@ -658,7 +283,7 @@ def calibrate_host(
     threads: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
     cpu_time: Callable[[], float] = _process_cpu_seconds,
-    load_average: Callable[[], tuple[float, float, float] | None] = _load_average,
+    load_average: Callable[[], tuple[float, float, float] | None] = load_average,
     now: Callable[[], float] = time.time,
     kernels: HostKernels | None = None,
     key: str | None = None,
@@ -678,7 +303,7 @@ def calibrate_host(
     :param kernels: the measurements (default :class:`NumpyKernels`); tests pass fakes.
     :param key: the cache key to record (default :func:`calibration_key`).
     """
-    threads = threads or _available_cpus()
+    threads = threads or available_cpus()
     started = clock()
     load_before = load_average()
     if kernels is None:
@@ -735,7 +360,7 @@ def calibrate_host(
         cpu_share=share,
         threads=blas_threads,
         load_average=load_before,
-        cpu_count=_available_cpus(),
+        cpu_count=available_cpus(),
     )
     return HostCalibration(
         peak_flops_per_s=peak_flops,
@@ -759,8 +384,8 @@ def _blas_threads(threads: int) -> int:
     for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(name, "").split(",")[0].strip()
         if value.isdigit() and int(value) > 0:
-            return min(int(value), _available_cpus())
-    return _available_cpus()
+            return min(int(value), available_cpus())
+    return available_cpus()
 
 
 # --------------------------------------------------------------------------- cache and drift
@@ -825,7 +450,7 @@ def host_calibration(
     :raises RooflineError: when the host is busy, ``refuse_busy`` is set and no cached
         calibration can stand in.
     """
-    threads = threads or _available_cpus()
+    threads = threads or available_cpus()
     key = key or calibration_key(threads)
     if calibrate is None:
 
@@ -898,62 +523,3 @@ def host_target(
         calibrate=calibrate,
         probe=probe,
     ).to_target()
-
-
-# --------------------------------------------------------------------------- display
-def _si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def format_roofs(target: HardwareTarget) -> str:
-    """A plain-text table of ``target``'s roofs, ridges and provenance.
-
-    One row per compute roof (with its ridge against DRAM), per bandwidth roof, per sparse
-    peak (marked as never used), and the dispatch floor of measured targets.
-    """
-    lines = [f"hardware target {target.name} ({target.source}): {target.description}".rstrip()]
-    rows: list[tuple[str, str, str, str]] = [("roof", "peak", "ridge vs dram", "source")]
-
-    def origin(key: str) -> str:
-        prov = target.provenance.get(key)
-        if prov is None:
-            return ""
-        text = prov.source + (
-            f" ({prov.date})" if prov.date and prov.date not in prov.source else ""
-        )
-        return f"{text}: {prov.note}" if prov.note else text
-
-    for precision, value in target.peak_flops_per_s.items():
-        unit = "OP/s" if precision.startswith("int") else "FLOP/s"
-        rows.append(
-            (
-                f"compute {precision}",
-                _si(value, unit),
-                f"{target.ridge(precision):.3g} FLOP/B",
-                origin(f"flops.{precision}"),
-            )
-        )
-    for level, value in target.peak_bytes_per_s.items():
-        rows.append((f"bandwidth {level}", _si(value, "B/s"), "", origin(f"bytes.{level}")))
-    for precision, value in target.sparse_peak_flops_per_s.items():
-        rows.append(
-            (
-                f"sparse {precision} (never a roof)",
-                _si(value, "OP/s" if precision.startswith("int") else "FLOP/s"),
-                "",
-                origin(f"sparse_flops.{precision}"),
-            )
-        )
-    floor = target.provenance.get("dispatch_floor")
-    if floor is not None:
-        rows.append(
-            ("dispatch floor", f"{floor.value * 1e6:.3g} us/call", "", origin("dispatch_floor"))
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) for i in range(3)]
-        lines.append(("  " + "  ".join(cells) + "  " + row[3]).rstrip())
-    return "\n".join(lines)

@@ -9,14 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.config.sla import SlaSpec
-from pytest_roofline.stats import hd_quantiles
 from pytest_roofline.config.workload import WorkloadSlice
+from pytest_roofline.measure.measurement import Measurement
+from pytest_roofline.stats import hd_quantiles
+from pytest_roofline.vocabulary import QUANTILES
 
-__all__ = ["QUANTILES", "QuantileSummary", "TestResult", "summarize"]
-
-QUANTILES: Mapping[str, float] = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
+__all__ = ["QuantileSummary", "TestResult", "summarize"]
 
 
 @dataclass(frozen=True, slots=True)

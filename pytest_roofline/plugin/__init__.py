@@ -10,10 +10,10 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_roofline.config.markers import MARKER_HELP
 from pytest_roofline.config.settings import GATE_CHOICES, build_config
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.plugin.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
-from pytest_roofline.config.markers import MARKER_HELP
 from pytest_roofline.plugin.session import RooflineSession
 
 __all__ = ["SESSION_KEY"]

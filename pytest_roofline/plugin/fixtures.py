@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_roofline.config.workload import WorkloadSlice
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.plugin.probe import RooflineProbe
-from pytest_roofline.config.workload import WorkloadSlice
 
 __all__ = ["hardware", "roofline", "workload"]
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from pytest_roofline.hardware.target import HardwareTarget
     from pytest_roofline.measure.counters import CounterBackend
     from pytest_roofline.measure.sampling import Clock
-    from pytest_roofline.report.model import RunView
+    from pytest_roofline.model.document import RunDocument
 
 
 @pytest.hookspec(firstresult=True)
@@ -39,9 +39,9 @@ def pytest_roofline_counter_backends(config: pytest.Config) -> list[CounterBacke
 
 
 @pytest.hookspec
-def pytest_roofline_run_finished(config: pytest.Config, view: RunView) -> None:
-    """Observe the finished run's view model (on the controller, after files are written).
+def pytest_roofline_run_finished(config: pytest.Config, document: RunDocument) -> None:
+    """Observe the finished run's document (on the controller, after files are written).
 
     :param config: the pytest config.
-    :param view: the run as every report renders it.
+    :param document: the run as every report renders it (what ``--roofline-json`` writes).
     """

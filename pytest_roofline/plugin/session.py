@@ -2,7 +2,7 @@
 
 Data flows one way (DESIGN 3): the ``roofline`` fixture measures on whichever process runs the
 test; the measurement rides on the call-phase ``TestReport`` (identical with and without xdist);
-the controller collects reports, builds the run's view at the end of the test loop, saves it to
+the controller collects reports, builds the run's document at the end of the test loop, saves it to
 the store and writes the files in ``pytest_sessionfinish``, and renders the terminal summary.
 """
 
@@ -20,25 +20,35 @@ import numpy as np
 import pytest
 
 from pytest_roofline import stats
-from pytest_roofline.gate.run import baseline_entries, build_run_view, gate_context, outcome_for
-from pytest_roofline.hardware.calibration import host_target, machine_fingerprint
+from pytest_roofline.config.markers import MarkerSettings, bind_marker
 from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
-from pytest_roofline.gate.evidence import BaselineEntry, GateContext, margins, should_replay
-from pytest_roofline.hardware.target import HardwareTarget, nvml_gpu_name, resolve_target
-from pytest_roofline.config.markers import MarkerSettings, bind_marker
+from pytest_roofline.files import write_atomic
+from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
+from pytest_roofline.gate.run import (
+    BaselineFacts,
+    analyse_run,
+    baseline_entries,
+    evidence_context,
+    judge_test,
+)
+from pytest_roofline.hardware.calibration import host_target
+from pytest_roofline.hardware.machine import machine_fingerprint
+from pytest_roofline.hardware.presets import nvml_gpu_name, resolve_target
+from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.counters import CounterSession, default_backends
 from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
-from pytest_roofline.plugin.probe import RooflineProbe
-from pytest_roofline.report.html import write_html
-from pytest_roofline.report.json_report import run_document, write_atomic, write_document
-from pytest_roofline.report.markdown import render_markdown
-from pytest_roofline.report.model import RunView
-from pytest_roofline.report.terminal import memo_text, render_terminal
+from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
-from pytest_roofline.store.sqlite import Baseline, RunRecord, Store, StoredResult
-from pytest_roofline.config.tags import collect_tags
+from pytest_roofline.plugin.probe import RooflineProbe
+from pytest_roofline.report.html import render_html
+from pytest_roofline.report.json import render_json
+from pytest_roofline.report.markdown import render_markdown
+from pytest_roofline.report.terminal import memo_text, render_terminal
+from pytest_roofline.revision import collect_tags
+from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
+from pytest_roofline.vocabulary import fails_run
 
 __all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SETTINGS_KEY", "RooflineSession"]
 
@@ -74,9 +84,9 @@ class RooflineSession:
         self.baseline: Baseline | None = None
         self.tags: dict[str, str] = {}
         self.results: dict[str, TestResult] = {}
-        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, TestRecord] = {}
         self.machine = machine_fingerprint()
-        self.context = GateContext()
+        self.context = EvidenceContext()
         self._entries: dict[str, BaselineEntry] = {}
         # p50 log ratios of the tests compared so far in this process: the running common mode.
         self._p50_log_ratios: list[float] = []
@@ -86,8 +96,9 @@ class RooflineSession:
             if not self.is_controller
             else None
         )
-        self.view: RunView | None = None
+        self.document: RunDocument | None = None
         self.started = time.time()
+        self.finished = self.started
         self._target: HardwareTarget | None = None
         self._target_resolved = False
         self._counters: CounterSession | None = None
@@ -284,10 +295,10 @@ class RooflineSession:
         if errors:
             raise pytest.UsageError("\n".join(errors))
         if self.settings.enabled:
-            self.context = gate_context(
+            self.context = evidence_context(
                 self.settings.gate,
                 family_size=max(1, measured),
-                baseline=self.baseline,
+                baseline=BaselineFacts.of(self.baseline) if self.baseline is not None else None,
                 tags=self.tags,
                 layers=self.settings.layers,
                 target=self.target,
@@ -319,7 +330,7 @@ class RooflineSession:
             measurement=measurement,
         )
         entry = self._entries.get(item.nodeid)
-        outcome = outcome_for(
+        record = judge_test(
             result,
             entry,
             self.context,
@@ -328,52 +339,39 @@ class RooflineSession:
             common_mode=self.running_common_mode,
         )
         self._record_shift(result, entry)
-        document = dict(outcome.document)
-        setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "outcome": document})
-        if self._gated(outcome.decision.decision):
+        setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "record": record.to_json()})
+        if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
             report.outcome = "failed"
-            report.longrepr = (
-                f"pytest-roofline {outcome.decision.decision.upper()}: {outcome.decision.symptom}"
-            )
-            report.sections.append(("roofline", memo_text(item.nodeid, document)))
+            report.longrepr = f"pytest-roofline {record.decision.upper()}: {record.symptom}"
+            report.sections.append(("roofline", memo_text(record)))
         return report
-
-    def _gated(self, decision: str) -> bool:
-        """Whether ``decision`` fails a test (and the run) under ``--roofline-gate``."""
-        gate_on = self.settings.gate_on
-        return (decision == "rollback" and gate_on != "never") or (
-            decision == "escalate" and gate_on == "escalate"
-        )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if not self.is_controller or report.when != "call" or not isinstance(data, dict):
             return
         self.results[report.nodeid] = TestResult.from_dict(data["result"])
-        self.outcomes[report.nodeid] = data["outcome"]
+        self.records[report.nodeid] = TestRecord.from_json(data["record"])
 
     # -- end of run ----------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         outcome = yield
         if self.settings.enabled and self.is_controller:
-            self.view = self._build_view()
-            if (
-                self.view.decision is not None
-                and self._gated(self.view.decision)
-                and not session.testsfailed
-            ):
+            self.document = self._analyse()
+            if fails_run(self.document.decision, self.settings.gate_on) and not session.testsfailed:
                 # A run-level escalation (e.g. a large common-mode shift) fails no single test;
                 # the gate fails the run the way pytest-cov does.
                 session.testsfailed += 1
         return outcome
 
-    def _build_view(self) -> RunView:
+    def _analyse(self) -> RunDocument:
         settings = self.settings
-        return build_run_view(
-            results=self.results,
-            outcomes=self.outcomes,
-            baseline=self.baseline,
+        self.finished = time.time()
+        return analyse_run(
+            self.results,
+            self.records,
+            baseline=BaselineFacts.of(self.baseline) if self.baseline is not None else None,
             gate=settings.gate,
             gate_on=settings.gate_on,
             label=settings.save_label,
@@ -382,48 +380,51 @@ class RooflineSession:
             target=self.target,
             machine=self.machine,
             started=self.started,
-            finished=time.time(),
+            finished=self.finished,
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        view = self.view
-        if view is None:
+        document = self.document
+        if document is None:
             return
         settings = self.settings
-        document = run_document(view)
         if settings.save_label is not None:
-            self._save(view, document)
-        writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
-            ("JSON", settings.json_path, lambda path: write_document(path, document)),
-            ("HTML report", settings.report_path, lambda path: write_html(path, document)),
+            self._save(document)
+        writers: list[tuple[str, Path | None, Callable[[], str]]] = [
+            ("JSON", settings.json_path, lambda: render_json(document)),
+            ("HTML report", settings.report_path, lambda: render_html(document)),
             (
                 "Markdown summary",
                 settings.markdown_path,
-                lambda path: write_atomic(
-                    path, render_markdown(document, report_path=_text(settings.report_path))
-                ),
+                lambda: render_markdown(document, report_path=_text(settings.report_path)),
             ),
         ]
-        for kind, path, writer in writers:
+        for kind, path, render in writers:
             if path is not None:
-                self._write(kind, path, writer)
-        self.config.hook.pytest_roofline_run_finished(config=self.config, view=view)
+                self._write(kind, path, render)
+        self.config.hook.pytest_roofline_run_finished(config=self.config, document=document)
 
-    def _save(self, view: RunView, document: Mapping[str, Any]) -> None:
+    def _save(self, document: RunDocument) -> None:
         if self.store is None:
             return
+        label = self.settings.save_label
         if not self.results:
-            self._warn(f"--roofline-save={view.label}: no test was measured, so no run was saved")
+            self._warn(f"--roofline-save={label}: no test was measured, so no run was saved")
             return
+        target = self.target
         record = RunRecord(
-            label=view.label,
-            started=view.started,
-            finished=view.finished,
-            tags=view.tags,
-            target=view.target or {},
-            machine=view.machine,
+            label=label,
+            started=self.started,
+            finished=self.finished,
+            tags=self.tags,
+            target=target.to_dict() if target is not None else {},
+            machine=self.machine,
             # The document lets `pytest-roofline report RUN` re-render exactly what this run showed.
-            summary={"tests": len(view.tests), "decision": view.decision, "document": document},
+            summary={
+                "tests": len(document.tests),
+                "decision": document.decision,
+                "document": document.to_json(),
+            },
         )
         stored = [
             StoredResult(
@@ -436,11 +437,11 @@ class RooflineSession:
         except StoreError as exc:
             self._warn(f"saving the run failed: {exc}")
             return
-        self._files.append(f"roofline: saved run {run_id} as {view.label!r} in {self.store.path}")
+        self._files.append(f"roofline: saved run {run_id} as {label!r} in {self.store.path}")
 
-    def _write(self, kind: str, path: Path, writer: Callable[[Path], None]) -> None:
+    def _write(self, kind: str, path: Path, render: Callable[[], str]) -> None:
         try:
-            writer(path)
+            write_atomic(path, render())
         except OSError as exc:
             self._warn(f"could not write the {kind} report to {path}: {exc}")
             return
@@ -451,14 +452,14 @@ class RooflineSession:
         self._files.append(f"roofline: WARNING {message}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.view is None:
+        if self.document is None:
             return
         if not self.settings.summary:
             for line in self._files:
                 terminalreporter.write_line(line)
             return
         render_terminal(
-            self.view,
+            self.document,
             write_sep=terminalreporter.write_sep,
             write_line=terminalreporter.write_line,
             verbosity=self.config.get_verbosity(),

@@ -1,6 +1,6 @@
 """The compact Markdown summary (``--roofline-markdown``) for a CI step summary or a PR comment.
 
-Rendered from the run's JSON document, like the HTML report; it decides nothing. It carries
+Rendered from the run document, like the HTML report; it decides nothing. It carries
 the run decision, the count per decision and the tests that do not ship (ratio with interval,
 owner, first reason), and points at the HTML report for everything else.
 
@@ -10,11 +10,14 @@ a ``|`` would break the table, so every such text is escaped (:func:`escape`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from pytest_roofline.report.charts import format_interval, format_ratio
-from pytest_roofline.report.html import DECISION_ORDER
+from pytest_roofline.model.document import RunDocument, TestRecord
+from pytest_roofline.report.format import (
+    DECISION_ORDER,
+    decision_name,
+    format_interval,
+    format_ratio,
+    review_order,
+)
 
 __all__ = ["code", "escape", "render_markdown"]
 
@@ -61,66 +64,40 @@ def code(text: object) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _ratio(test: TestRecord, q: str) -> str:
+    comp = (test.change or {}).get(q)
+    if comp is None:
+        return "no baseline" if test.baseline is None else "n/a"
+    text = format_ratio(comp.ratio)
+    interval = format_interval(comp.ci_low, comp.ci_high)
+    return " ".join(escape(part) for part in (text, interval, comp.verdict or "") if part)
 
 
-def _decision(value: object) -> str:
-    return value if isinstance(value, str) and value in DECISION_ORDER[:3] else "undecided"
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _ratio(test: Mapping[str, Any], q: str) -> str:
-    comp = _map(_map(test.get("change")).get(q))
-    if not comp:
-        return "no baseline" if test.get("baseline") is None else "n/a"
-    text = format_ratio(_number(comp.get("ratio")))
-    interval = format_interval(_number(comp.get("ci_low")), _number(comp.get("ci_high")))
-    verdict = comp.get("verdict")
-    return " ".join(
-        escape(part)
-        for part in (text, interval, verdict if isinstance(verdict, str) else "")
-        if part
-    )
-
-
-def _owner(test: Mapping[str, Any]) -> str:
-    owners = [str(o) for o in test.get("owners") or () if o]
-    if not owners and test.get("owner"):
-        owners = [str(test["owner"])]
+def _owner(test: TestRecord) -> str:
+    owners = [o for o in test.owners if o]
     return escape(", ".join(owners)) if owners else "_none defined_"
 
 
-def _first_reason(test: Mapping[str, Any]) -> str:
-    reasons = [r for r in test.get("reasons") or () if r]
+def _first_reason(test: TestRecord) -> str:
+    reasons = [r for r in test.reasons if r]
     return escape(reasons[0]) if reasons else ""
 
 
-def _headline(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> list[str]:
-    run = _map(document.get("run"))
-    decision = _decision(document.get("decision"))
+def _headline(document: RunDocument) -> list[str]:
+    run, tests = document.run, document.tests
+    decision = decision_name(document.decision)
     word = "NO DECISION" if decision == "undecided" else decision.upper()
-    label = escape(run.get("label") or "unlabelled run")
-    baseline_label = run.get("baseline_label")
+    label = escape(run.label or "unlabelled run")
     baseline = (
-        f"**{escape(baseline_label)}**"
-        + (
-            f" (run {escape(run['baseline_run_id'])})"
-            if run.get("baseline_run_id") is not None
-            else ""
-        )
-        if baseline_label
+        f"**{escape(run.baseline_label)}**"
+        + (f" (run {escape(run.baseline_run_id)})" if run.baseline_run_id is not None else "")
+        if run.baseline_label
         else "no baseline"
     )
-    target = escape(_map(run.get("target")).get("name") or "no target")
+    target = escape((run.target.name if run.target else None) or "no target")
     counts = {d: 0 for d in DECISION_ORDER}
     for test in tests:
-        counts[_decision(test.get("decision"))] += 1
+        counts[decision_name(test.decision)] += 1
     tally = " · ".join(f"{counts[d]} {d}" for d in DECISION_ORDER if counts[d] or d != "undecided")
     lines = [
         f"## pytest-roofline: **{word}**",
@@ -128,56 +105,44 @@ def _headline(document: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -
         f"**{label}** vs {baseline} on **{target}** · {len(tests)} tests: {tally}",
         "",
     ]
-    lines += [f"- {escape(r, line_start=True)}" for r in document.get("reasons") or () if r]
+    lines += [f"- {escape(r, line_start=True)}" for r in document.reasons if r]
     return lines
 
 
-def _context(document: Mapping[str, Any]) -> list[str]:
-    run = _map(document.get("run"))
+def _context(document: RunDocument) -> list[str]:
+    run = document.run
     lines = []
-    first = run.get("first_failing_layer")
-    changes = []
-    for key, change in sorted(_map(run.get("tag_diff")).items()):
-        change = _map(change)
-        before, after = change.get("baseline"), change.get("candidate")
-        changes.append(
-            f"{escape(key)} {escape('absent' if before is None else before)} → "
-            f"{escape('absent' if after is None else after)}"
-        )
+    changes = [
+        f"{escape(key)} {escape('absent' if change.baseline is None else change.baseline)} → "
+        f"{escape('absent' if change.candidate is None else change.candidate)}"
+        for key, change in sorted(run.tag_diff.items())
+    ]
     if changes:
+        first = run.first_failing_layer
         lead = f"first failing layer **{escape(first)}**; " if first else ""
         lines.append(f"Revision tags changed ({lead}{len(changes)}): " + ", ".join(changes))
-    cm = _map(run.get("common_mode"))
-    factor = _number(cm.get("factor"))
-    if factor is not None:
-        lines.append(
-            f"Common-mode factor {format_ratio(factor)} over {escape(cm.get('n_tests', '?'))} tests."
-        )
+    cm = run.common_mode
+    if cm is not None and cm.factor is not None:
+        n_tests = cm.n_tests if cm.n_tests is not None else "?"
+        lines.append(f"Common-mode factor {format_ratio(cm.factor)} over {escape(n_tests)} tests.")
     return [line for item in lines for line in (item, "")]
 
 
 def render_markdown(
-    document: Mapping[str, Any], *, report_path: str | None = None, max_tests: int = 50
+    document: RunDocument, *, report_path: str | None = None, max_tests: int = 50
 ) -> str:
-    """Render the Markdown summary of ``document`` (the run's JSON document).
+    """Render the Markdown summary of ``document``.
 
-    :param document: what :func:`~pytest_roofline.report.json_report.run_document` returns.
     :param report_path: where the HTML report was written, named in the closing pointer.
     :param max_tests: at most this many non-ship tests are listed (a PR comment has a size
         limit); the rest are counted.
     :returns: GitHub-flavoured Markdown ending in a newline.
     """
-    tests = [t for t in document.get("tests") or () if isinstance(t, Mapping)]
-    lines = _headline(document, tests)
+    tests = document.tests
+    lines = _headline(document)
     lines.append("")
     lines += _context(document)
-    flagged = sorted(
-        (t for t in tests if _decision(t.get("decision")) in ("rollback", "escalate")),
-        key=lambda t: (
-            DECISION_ORDER.index(_decision(t.get("decision"))),
-            str(t.get("nodeid", "")),
-        ),
-    )
+    flagged = [t for t in review_order(tests) if t.decision in ("rollback", "escalate")]
     if flagged:
         lines += [
             "| decision | test | p95 (90% interval) | p99 (90% interval) | owner | first reason |",
@@ -185,7 +150,7 @@ def render_markdown(
         ]
         for test in flagged[:max_tests]:
             lines.append(
-                f"| **{_decision(test.get('decision')).upper()}** | {escape(test.get('nodeid', '?'))} "
+                f"| **{decision_name(test.decision).upper()}** | {escape(test.nodeid)} "
                 f"| {_ratio(test, 'p95')} | {_ratio(test, 'p99')} | {_owner(test)} | {_first_reason(test)} |"
             )
         if len(flagged) > max_tests:
@@ -196,7 +161,7 @@ def render_markdown(
     elif tests:
         lines.append(
             f"All {len(tests)} tests ship."
-            if document.get("decision") == "ship"
+            if document.decision == "ship"
             else "No test needs review."
         )
     else:

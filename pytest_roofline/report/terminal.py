@@ -2,69 +2,65 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from pytest_roofline.units import format_seconds
-from pytest_roofline.report.model import RunView, TestView
+from pytest_roofline.model.document import RunDocument, TestRecord
+from pytest_roofline.report.format import format_seconds, review_order
 
 __all__ = ["memo_text", "render_terminal"]
 
-_ORDER = {"rollback": 0, "escalate": 1, "ship": 2, None: 3}
 
-
-def _ratio(test: TestView, quantile: str) -> str:
+def _ratio(test: TestRecord, quantile: str) -> str:
     ratio = test.ratio(quantile)
     return f"x{ratio:.3f}" if ratio is not None else "-"
 
 
-def _line(test: TestView) -> str:
-    summary = test.summary
+def _line(test: TestRecord) -> str:
     parts = [
-        f"n={summary.n}" + (f" (batch {test.batch_size})" if test.batch_size > 1 else ""),
-        f"p50 {format_seconds(summary.p50_s)}",
-        f"p95 {format_seconds(summary.p95_s)}",
-        f"p99 {format_seconds(summary.p99_s)}",
+        f"n={test.samples}" + (f" (batch {test.batch_size})" if test.batch_size > 1 else ""),
+        f"p50 {format_seconds(test.p50_s)}",
+        f"p95 {format_seconds(test.p95_s)}",
+        f"p99 {format_seconds(test.p99_s)}",
     ]
     if test.baseline is not None:
         parts.append(f"p95 {_ratio(test, 'p95')} p99 {_ratio(test, 'p99')} vs baseline")
-    point = test.outcome.get("roofline")
-    if point:
-        bound_text = str(point.get("bound"))
-        if point.get("efficiency") is not None:
-            bound_text += f" {point['efficiency']:.0%} of roof"
-        if point.get("data_error"):
+    point = test.roofline
+    if point is not None:
+        bound_text: str = point.bound
+        if point.efficiency is not None:
+            bound_text += f" {point.efficiency:.0%} of roof"
+        if point.data_error:
             bound_text += " (data error: above the roof)"
         parts.append(bound_text)
     head = f"{test.decision.upper()} " if test.decision else ""
     return f"{head}{test.nodeid}: " + ", ".join(parts)
 
 
-def memo_text(nodeid: str, outcome: Mapping[str, Any]) -> str:
+def memo_text(test: TestRecord) -> str:
     """The ``roofline`` section of a gated test: symptom, mechanism, owner, boundary, replay."""
-    owners = ", ".join(outcome.get("owners") or []) or "none defined (set owner= on the marker)"
+    owners = ", ".join(test.owners) or "none defined (set owner= on the marker)"
     lines = [
-        f"pytest-roofline: {str(outcome.get('decision', '')).upper()} {nodeid}",
-        f"Symptom:   {outcome.get('symptom') or 'n/a'}",
-        f"Mechanism: {outcome.get('mechanism') or 'n/a'}",
+        f"pytest-roofline: {(test.decision or '').upper()} {test.nodeid}",
+        f"Symptom:   {test.symptom or 'n/a'}",
+        f"Mechanism: {test.mechanism or 'n/a'}",
     ]
-    for reason in (outcome.get("reasons") or [])[1:]:
+    for reason in test.reasons[1:]:
         lines.append(f"Also:      {reason}")
-    if outcome.get("first_failing_layer"):
+    if test.first_failing_layer:
         lines.append(
-            f"Layer:     {outcome['first_failing_layer']} (first changed layer since the baseline)"
+            f"Layer:     {test.first_failing_layer} (first changed layer since the baseline)"
         )
-    boundary = outcome.get("rollback_boundary") or "none defined (set rollback= on the marker)"
+    boundary = test.rollback_boundary or "none defined (set rollback= on the marker)"
     lines += [
         f"Owner:     {owners}",
         f"Rollback:  {boundary}",
-        f"Replay:    {outcome.get('replay_command', '')}",
+        f"Replay:    {test.replay_command or ''}",
     ]
     return "\n".join(lines)
 
 
 def render_terminal(
-    view: RunView,
+    document: RunDocument,
     *,
     write_sep: Callable[..., object],
     write_line: Callable[[str], object],
@@ -73,18 +69,20 @@ def render_terminal(
 ) -> None:
     """Write the run's summary: decision and non-ship tests first; ``-q`` keeps it to a few lines."""
     write_sep("=", "roofline")
-    target = (view.target or {}).get("name", "unknown")
-    headline = f"{len(view.tests)} measured test(s) on target {target}"
-    if view.baseline_label:
-        headline += f", compared with baseline {view.baseline_label!r} (run {view.baseline_run_id})"
-    if view.decision:
+    run = document.run
+    target = (run.target.name if run.target else None) or "unknown"
+    headline = f"{len(document.tests)} measured test(s) on target {target}"
+    if run.baseline_label:
+        headline += f", compared with baseline {run.baseline_label!r} (run {run.baseline_run_id})"
+    if document.decision:
         counts = {
-            d: sum(t.decision == d for t in view.tests) for d in ("rollback", "escalate", "ship")
+            d: sum(t.decision == d for t in document.tests)
+            for d in ("rollback", "escalate", "ship")
         }
         summary = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
-        headline = f"decision: {view.decision.upper()} ({summary}) - {headline}"
+        headline = f"decision: {document.decision.upper()} ({summary}) - {headline}"
     write_line(headline)
-    ordered = sorted(view.tests, key=lambda t: (_ORDER.get(t.decision, 3), t.nodeid))
+    ordered = review_order(document.tests)
     for test in ordered:
         if test.decision in ("rollback", "escalate"):
             write_line(_line(test))
@@ -94,12 +92,14 @@ def render_terminal(
         for test in ordered:
             if test.decision not in ("rollback", "escalate"):
                 write_line(_line(test))
-        for nodeid in view.missing_from_candidate:
+        for nodeid in run.missing_from_candidate:
             write_line(f"{nodeid}: in the baseline, not measured in this run")
-        if view.tag_diff:
-            changed = ", ".join(f"{k}: {b} -> {c}" for k, (b, c, _) in view.tag_diff.items())
+        if run.tag_diff:
+            changed = ", ".join(
+                f"{k}: {c.baseline} -> {c.candidate}" for k, c in run.tag_diff.items()
+            )
             write_line(f"revision tags changed since the baseline: {changed}")
-        for reason in view.reasons:
+        for reason in document.reasons:
             write_line(f"run: {reason}")
     for line in files:
         write_line(line)

@@ -1,8 +1,6 @@
 """Paired A/B statistics: baseline and candidate measured in alternating rounds of one job.
 
-Pure numpy/scipy, no pytest (the issue asked for these functions in ``stats.py``; they live in
-this module, which imports from ``stats``, so that the large shared ``stats.py`` is not edited
-by two people at once).
+Pure numpy/scipy, no pytest.
 
 Why rounds. On shared CI machines an unchanged test moves by ±20–30% between two pytest runs,
 and machine speed drifts within seconds (``research/noise-here.md``). Within-run intervals do
@@ -14,8 +12,8 @@ unit of replication**: the interval comes from the spread of the per-round ratio
 interval on their mean, ``K - 1`` degrees of freedom), so it widens when the machine's speed
 moves between the two halves of a round, which no within-run interval can see.
 
-The result is a :class:`stats.QuantileComparison`, with the gate's verdict vocabulary and margin
-rule (``stats._classify``, shared on purpose so that the two designs cannot drift apart), so
+The result is a :class:`QuantileComparison`, with the gate's verdict vocabulary and margin
+rule (``classify``, shared on purpose so that the two designs cannot drift apart), so
 ``gate``, ``policy`` and the reports work unchanged; :class:`PairedComparison` adds the
 per-round ratios for the report's strip.
 """
@@ -32,8 +30,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as scipy_stats
 
-from pytest_roofline.stats import core as stats
 from pytest_roofline.errors import ConfigError, RooflineWarning
+from pytest_roofline.stats import validate
+from pytest_roofline.stats.compare import ABS_FLOOR_S, classify
+from pytest_roofline.stats.quantiles import DEFAULT_ALPHA, hd_quantiles, n_floor
+from pytest_roofline.stats.results import ConfidenceInterval, QuantileComparison
+from pytest_roofline.stats.run import apply_bh
+from pytest_roofline.vocabulary import Verdict
 
 __all__ = [
     "DEFAULT_POWER",
@@ -99,7 +102,7 @@ def min_round_samples(q: float) -> int:
     >>> min_round_samples(0.95), min_round_samples(0.99)
     (20, 100)
     """
-    q = stats._quantile_iv(q)
+    q = validate.quantile_iv(q)
     return math.ceil(1.0 / (1.0 - q) - 1e-9)
 
 
@@ -109,7 +112,7 @@ class PairedComparison:
 
     Attributes
     ----------
-    comparison : stats.QuantileComparison
+    comparison : QuantileComparison
         Ratio ``exp(mean of the per-round log ratios)``, its t interval (each bound one-sided at
         ``alpha``), p-value, verdict and margin, in the gate's vocabulary. ``base_s`` /
         ``cand_s`` are the Harrell-Davis quantiles of each side's pooled samples;
@@ -124,7 +127,7 @@ class PairedComparison:
         Degrees of freedom of the t interval (``rounds_used - 1``; 0 when insufficient).
     """
 
-    comparison: stats.QuantileComparison
+    comparison: QuantileComparison
     round_ratios: tuple[float, ...]
     rounds_used: int
     df: int
@@ -197,7 +200,7 @@ def trimmed_mean_interval(
 
 
 def _hd(x: FloatArray, q: float) -> float:
-    return float(stats.hd_quantiles(x, [q])[0]) if x.size else math.nan
+    return float(hd_quantiles(x, [q])[0]) if x.size else math.nan
 
 
 def compare_paired(
@@ -206,8 +209,8 @@ def compare_paired(
     q: float,
     *,
     delta: float,
-    alpha: float = stats.DEFAULT_ALPHA,
-    abs_floor_s: float = stats.ABS_FLOOR_S,
+    alpha: float = DEFAULT_ALPHA,
+    abs_floor_s: float = ABS_FLOOR_S,
     min_rounds: int = MIN_ROUNDS,
     round_samples: int | None = None,
     mde_floor: bool = True,
@@ -238,7 +241,7 @@ def compare_paired(
     t_{power})`` (1.3% at K = 8), which keeps A/A escalations and rollbacks rare without a
     fixed two-run floor (``docs/paired.md`` has the measured rates). ``insufficient`` when fewer
     than ``min_rounds`` rounds are usable, when either side's pooled samples are below
-    :func:`stats.n_floor`, or when every round gives the same ratio (no spread: a fake clock).
+    :func:`n_floor`, or when every round gives the same ratio (no spread: a fake clock).
 
     Parameters
     ----------
@@ -291,11 +294,11 @@ def compare_paired(
     >>> res.comparison.verdict, res.rounds_used
     ('regression', 8)
     """
-    q = stats._quantile_iv(q)
-    alpha = stats._alpha_iv(alpha)
-    delta = stats._nonneg_iv(delta, "delta")
-    abs_floor_s = stats._nonneg_iv(abs_floor_s, "abs_floor_s")
-    power = stats._unit_iv(power, "power")
+    q = validate.quantile_iv(q)
+    alpha = validate.alpha_iv(alpha)
+    delta = validate.nonneg_iv(delta, "delta")
+    abs_floor_s = validate.nonneg_iv(abs_floor_s, "abs_floor_s")
+    power = validate.unit_iv(power, "power")
     if isinstance(min_rounds, bool) or not isinstance(min_rounds, (int, np.integer)):
         raise ConfigError(f"`min_rounds` must be an integer >= 2; got {min_rounds!r}.")
     if min_rounds < 2:
@@ -310,7 +313,7 @@ def compare_paired(
             "`base_rounds` and `cand_rounds` must hold one array per round each; "
             f"got {len(bases)} and {len(cands)}."
         )
-    name = stats._qname(q)
+    name = validate.qname(q)
     pooled_b = np.concatenate(bases) if bases else np.empty(0)
     pooled_c = np.concatenate(cands) if cands else np.empty(0)
     base_s, cand_s = _hd(pooled_b, q), _hd(pooled_c, q)
@@ -328,9 +331,9 @@ def compare_paired(
     def result(
         *,
         ratio: float,
-        ci: stats.ConfidenceInterval,
+        ci: ConfidenceInterval,
         p: float,
-        verdict: stats.Verdict,
+        verdict: Verdict,
         improvement: bool,
         delta_used: float,
         mde: float,
@@ -339,7 +342,7 @@ def compare_paired(
         df: int,
     ) -> PairedComparison:
         finite = math.isfinite(ratio) and math.isfinite(base_s)
-        comparison = stats.QuantileComparison(
+        comparison = QuantileComparison(
             quantile=q,
             ratio=ratio,
             ci=ci,
@@ -366,7 +369,7 @@ def compare_paired(
         return PairedComparison(comparison, tuple(ratios), k, df)
 
     def insufficient(ratio: float, *, se: float, reason: str, df: int) -> PairedComparison:
-        nan_ci = stats.ConfidenceInterval(math.nan, math.nan)
+        nan_ci = ConfidenceInterval(math.nan, math.nan)
         return result(
             ratio=ratio,
             ci=nan_ci,
@@ -380,7 +383,7 @@ def compare_paired(
             df=df,
         )
 
-    floor = stats.n_floor(q, alpha)
+    floor = n_floor(q, alpha)
     few_samples = pooled_b.size < floor or pooled_c.size < floor
     if k < min_rounds or few_samples:
         if few_samples:
@@ -412,12 +415,12 @@ def compare_paired(
         )
     t_alpha = float(scipy_stats.t.ppf(1.0 - alpha, df))
     t_power = float(scipy_stats.t.ppf(power, df))
-    ci = stats.ConfidenceInterval(math.exp(mean - t_alpha * se), math.exp(mean + t_alpha * se))
+    ci = ConfidenceInterval(math.exp(mean - t_alpha * se), math.exp(mean + t_alpha * se))
     p = float(scipy_stats.t.sf(mean / se, df))
     mde = math.expm1((t_alpha + t_power) * se)
     delta_used = max(delta, mde) if mde_floor else delta
     # The verdict rule is the gate's own (DESIGN 6): one implementation for both designs.
-    verdict, improvement, reason = stats._classify(
+    verdict, improvement, reason = classify(
         q=q,
         ratio=ratio,
         low=ci.low,
@@ -443,13 +446,13 @@ def compare_paired(
 
 
 def apply_bh_paired(
-    comparisons: Sequence[PairedComparison], *, alpha: float = stats.DEFAULT_ALPHA
+    comparisons: Sequence[PairedComparison], *, alpha: float = DEFAULT_ALPHA
 ) -> list[PairedComparison]:
-    """Benjamini-Hochberg over a paired run's comparisons (:func:`stats.apply_bh`).
+    """Benjamini-Hochberg over a paired run's comparisons (:func:`apply_bh`).
 
     In paired mode every comparison exists before any decision is made (the rounds finish
     first), so the run-level procedure applies directly; the gate's per-test Bonferroni bound,
     needed there because each test is decided as it finishes, is not used.
     """
-    adjusted = stats.apply_bh([c.comparison for c in comparisons], alpha=alpha)
+    adjusted = apply_bh([c.comparison for c in comparisons], alpha=alpha)
     return [replace(p, comparison=c) for p, c in zip(comparisons, adjusted, strict=True)]

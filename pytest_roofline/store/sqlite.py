@@ -17,22 +17,15 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pytest_roofline.errors import StoreError
+from pytest_roofline.store.records import Baseline, RunRecord, StoredResult, StoredRun
 
-__all__ = [
-    "STORE_SCHEMA_VERSION",
-    "Baseline",
-    "RunRecord",
-    "Store",
-    "StoredResult",
-    "StoredRun",
-]
+__all__ = ["STORE_SCHEMA_VERSION", "Store"]
 
 STORE_SCHEMA_VERSION = 1
 _APPLICATION_ID = 0x52464C31  # "RFL1": tells our stores apart from any other SQLite file
@@ -65,47 +58,6 @@ CREATE TABLE IF NOT EXISTS calibrations (
     payload TEXT NOT NULL
 );
 """
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """Run-level facts saved with every run."""
-
-    label: str | None
-    started: float
-    finished: float
-    tags: Mapping[str, str]
-    target: Mapping[str, Any]
-    machine: str
-    design: str = "two-run"
-    summary: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class StoredResult:
-    """One test's stored result: its JSON payload and its raw per-call samples in seconds."""
-
-    nodeid: str
-    payload: Mapping[str, Any]
-    samples_s: np.ndarray
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class StoredRun:
-    """A run read back from the store."""
-
-    id: int
-    record: RunRecord
-    results: Mapping[str, StoredResult]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Baseline:
-    """The latest run saved under a label, and the earlier runs under it (newest first)."""
-
-    label: str
-    latest: StoredRun
-    history: tuple[StoredRun, ...]
 
 
 class Store:

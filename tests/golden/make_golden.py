@@ -10,7 +10,6 @@ render from it; ``tests/golden/test_golden.py`` checks that every later version 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.ab.command import load_paired
+from pytest_roofline.ab import load_paired
 from pytest_roofline.cli import main
-from pytest_roofline.store.sqlite import Store
+from pytest_roofline.store import Store
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 PACKAGE = "N = {n}\n\n\ndef work():\n    return sum(i * i for i in range(N))\n"

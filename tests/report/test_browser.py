@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.report.html import write_html
+from pytest_roofline.files import write_atomic
+from pytest_roofline.model.document import RunDocument
+from pytest_roofline.report.html import render_html
 from tests.report.browser import Browser, find_chromium
 from tests.report.documents import make_document
 
@@ -39,7 +41,7 @@ def document() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, document: dict[str, Any]) -> Path:
     path = tmp_path_factory.mktemp("report") / "roofline.html"
-    write_html(path, document)
+    write_atomic(path, render_html(RunDocument.read(document)))
     return path
 
 
@@ -149,7 +151,7 @@ def test_the_page_reads_with_javascript_off(
 def test_injected_markup_does_not_run(browser: Browser, tmp_path: Path) -> None:
     hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">"\'&'
     path = tmp_path / "hostile.html"
-    write_html(path, make_document(14, inject=hostile))
+    write_atomic(path, render_html(RunDocument.read(make_document(14, inject=hostile))))
     browser.open(path.as_uri())
     assert browser.evaluate("window.pwned === undefined") is True
     assert browser.evaluate("document.querySelectorAll('script').length") == 1

@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from pytest_roofline.hardware.target import load_presets
-from pytest_roofline.report import charts
-from pytest_roofline.report.charts import PointInput
+from pytest_roofline.gate.record import platform_cells
+from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.report import format as charts
+from pytest_roofline.report.charts.latency import ecdf_chart, timeline_chart
+from pytest_roofline.report.charts.roofline import PointInput, roofline_chart
 from pytest_roofline.roofline import DeclaredWork
 
 H100 = load_presets()["h100-sxm"]
@@ -53,7 +55,7 @@ def _points() -> list[PointInput]:
 
 
 def test_the_roofline_chart_places_every_drawable_point_inside_the_plot() -> None:
-    chart = charts.roofline_chart(H100.to_dict(), _points(), used_precisions=["fp32"])
+    chart = roofline_chart(H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"])
     assert chart is not None
     box = chart.box
     assert chart.unplaced == 1
@@ -67,7 +69,7 @@ def test_the_roofline_chart_places_every_drawable_point_inside_the_plot() -> Non
 
 
 def test_equal_compute_peaks_share_one_roof_and_the_used_precision_is_emphasised() -> None:
-    chart = charts.roofline_chart(H100.to_dict(), _points(), used_precisions=["fp32"])
+    chart = roofline_chart(H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"])
     assert chart is not None
     compute = [r for r in chart.roofs if r.kind == "compute"]
     labels = [r.label for r in compute]
@@ -81,7 +83,7 @@ def test_equal_compute_peaks_share_one_roof_and_the_used_precision_is_emphasised
 
 
 def test_an_arrow_runs_from_the_baseline_point_towards_the_candidate() -> None:
-    chart = charts.roofline_chart(H100.to_dict(), _points())
+    chart = roofline_chart(H100.peak_flops_per_s, H100.peak_bytes_per_s, _points())
     assert chart is not None
     moved = next(p for p in chart.points if p.decision == "rollback")
     assert moved.base_x is not None and moved.tip_y is not None and moved.base_y is not None
@@ -92,14 +94,14 @@ def test_an_arrow_runs_from_the_baseline_point_towards_the_candidate() -> None:
 
 
 def test_no_target_and_no_points_gives_no_chart() -> None:
-    assert charts.roofline_chart(None, []) is None
-    only_points = charts.roofline_chart(None, _points())
+    assert roofline_chart({}, {}, []) is None
+    only_points = roofline_chart({}, {}, _points())
     assert only_points is not None and not only_points.roofs
 
 
 def test_the_ecdf_marks_percentiles_on_a_tail_stretched_axis() -> None:
     rng = np.random.default_rng(0)
-    chart = charts.ecdf_chart(
+    chart = ecdf_chart(
         list(rng.lognormal(-7, 0.2, 400)), list(rng.lognormal(-7.2, 0.2, 400))
     )
     assert chart is not None
@@ -109,13 +111,13 @@ def test_the_ecdf_marks_percentiles_on_a_tail_stretched_axis() -> None:
     # p90 -> p99 is as tall as p50 -> p90 would be on a linear axis times ~5: the tail is visible.
     assert positions[3] - positions[4] > 0.15 * (positions[0] - positions[4])
     assert [s.cls for s in chart.series] == ["s-baseline", "s-candidate"]
-    assert charts.ecdf_chart([], None) is None
-    assert charts.ecdf_chart([float("nan"), -1.0], None) is None
+    assert ecdf_chart([], None) is None
+    assert ecdf_chart([float("nan"), -1.0], None) is None
 
 
 def test_the_timeline_keeps_sample_order_and_draws_reference_levels() -> None:
     samples = [1e-3] * 50 + [2e-3] * 50
-    chart = charts.timeline_chart(samples, references={"baseline p95": 1.1e-3, "missing": None})
+    chart = timeline_chart(samples, references={"baseline p95": 1.1e-3, "missing": None})
     assert chart is not None
     points = [tuple(map(float, p.split(","))) for p in chart.series[0].points.split()]
     assert points[0][0] < points[-1][0]
@@ -126,17 +128,18 @@ def test_the_timeline_keeps_sample_order_and_draws_reference_levels() -> None:
 def test_a_platform_cell_is_the_roofline_lower_bound_and_its_class() -> None:
     flops, bytes_moved = 2.0 * 4096**3, 3.0 * 4096**2 * 2
     gemm = DeclaredWork(flops=flops, bytes_moved=bytes_moved, precision="bf16")
-    cell = charts.platform_cell(H100, gemm)
+    cell = platform_cells(gemm, {"h100": H100})["h100"]
     expected = max(
         flops / H100.peak_flops_per_s["bf16"], bytes_moved / H100.peak_bytes_per_s["dram"]
     )
     assert cell.seconds == pytest.approx(expected)
     assert cell.bound == "compute"
     copy = DeclaredWork(flops=1e6, bytes_moved=8e8, precision="fp32")
-    assert charts.platform_cell(H100, copy).bound == "memory"
+    assert platform_cells(copy, {"h100": H100})["h100"].bound == "memory"
 
 
 def test_a_precision_the_preset_lacks_is_not_applicable() -> None:
     tpu = load_presets()["tpu-v5e"]
-    cell = charts.platform_cell(tpu, DeclaredWork(flops=1e9, bytes_moved=1e6, precision="fp64"))
-    assert (cell.seconds, cell.time, cell.bound) == (None, "n/a", "n/a")
+    work = DeclaredWork(flops=1e9, bytes_moved=1e6, precision="fp64")
+    cell = platform_cells(work, {"tpu": tpu})["tpu"]
+    assert (cell.seconds, cell.bound) == (None, None)  # the report shows both as "n/a"

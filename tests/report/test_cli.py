@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from pytest_roofline.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, main
+from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
-from pytest_roofline.config.sla import SlaSpec
-from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult
+from pytest_roofline.store import RunRecord, Store, StoredResult
 from tests.report.documents import make_document
 from tests.report.page import parse
 
@@ -262,9 +262,6 @@ def test_an_unwritable_output_is_a_clear_error(
 def test_compare_two_stored_runs_offline(
     capsys: pytest.CaptureFixture[str], store_path: Path, tmp_path: Path
 ) -> None:
-    analysis = pytest.importorskip("pytest_roofline.gate.run")
-    if not hasattr(analysis, "compare_stored_runs"):
-        pytest.skip("pytest_roofline.analysis.compare_stored_runs is not there yet")
     html, js, md = tmp_path / "c.html", tmp_path / "c.json", tmp_path / "c.md"
     status, out, err = run(
         capsys,
@@ -437,9 +434,6 @@ def test_a_pytest_benchmark_file_with_raw_data_imports_as_a_run(
 def test_imported_pytest_benchmark_runs_can_be_compared(
     capsys: pytest.CaptureFixture[str], pytester: pytest.Pytester
 ) -> None:
-    analysis = pytest.importorskip("pytest_roofline.gate.run")
-    if not hasattr(analysis, "compare_stored_runs"):
-        pytest.skip("pytest_roofline.analysis.compare_stored_runs is not there yet")
     store = str(pytester.path / "store.sqlite")
     bench = str(_run_pytest_benchmark(pytester, "--benchmark-save-data"))
     assert run(capsys, "import", bench, "--store", store, "--label", "before")[0] == EXIT_OK
@@ -490,7 +484,7 @@ def test_calibrate_refresh_is_passed_through(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_roofline.hardware import calibration
-    from pytest_roofline.hardware.target import load_presets
+    from pytest_roofline.hardware.presets import load_presets
 
     seen: list[bool] = []
 

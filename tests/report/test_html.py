@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.report.html import build_view, render_html, write_html
+from pytest_roofline.files import write_atomic
+from pytest_roofline.model.document import RunDocument
+from pytest_roofline.report.html import build_view, render_html
 from tests.report.documents import OWNER_SETS, make_document, minimal_document
 from tests.report.page import Element, Page, parse
 
@@ -26,7 +28,7 @@ def document() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def page(document: dict[str, Any]) -> Page:
-    return parse(render_html(document))
+    return parse(render_html(RunDocument.read(document)))
 
 
 def _rows(page: Page) -> list[Element]:
@@ -124,7 +126,7 @@ def test_a_ship_only_run_has_no_memos_and_says_so() -> None:
     for test in document["tests"]:
         test["decision"] = "ship"
     document["decision"] = "ship"
-    page = parse(render_html(document))
+    page = parse(render_html(RunDocument.read(document)))
     assert not page.find_all("article", cls="memo")
     assert "No test needs review" in page.by_id("memos").text
 
@@ -132,7 +134,7 @@ def test_a_ship_only_run_has_no_memos_and_says_so() -> None:
 def test_the_platform_matrix_projects_declared_work_onto_every_preset(
     document: dict[str, Any], page: Page
 ) -> None:
-    from pytest_roofline.hardware.target import load_presets
+    from pytest_roofline.hardware.presets import load_presets
 
     table = page.find_all("table", cls="matrix")[0]
     header = [th.text for th in table.find_all("th")]
@@ -149,7 +151,7 @@ def test_the_platform_matrix_projects_declared_work_onto_every_preset(
 
 
 def test_there_are_no_external_references(page: Page) -> None:
-    html = render_html(make_document(20))
+    html = render_html(RunDocument.read(make_document(20)))
     assert "http://" not in html and "https://" not in html
     for element in page.elements:
         for name in _URL_ATTRIBUTES:
@@ -180,7 +182,7 @@ def test_the_content_security_policy_allows_exactly_the_inline_script(page: Page
 
 def test_untrusted_text_is_escaped_and_inert() -> None:
     document = make_document(14, inject=HOSTILE)
-    html = render_html(document)
+    html = render_html(RunDocument.read(document))
     page = parse(html)
     # Only our own script element exists, and no element carries an event handler.
     assert len(page.find_all("script")) == 1
@@ -209,7 +211,7 @@ def test_untrusted_text_is_escaped_and_inert() -> None:
 
 
 def test_a_minimal_document_renders_its_gaps_as_gaps() -> None:
-    page = parse(render_html(minimal_document()))
+    page = parse(render_html(RunDocument.read(minimal_document())))
     assert page.by_id("decision").text == "no decision"
     row = _rows(page)[0]
     assert "no baseline" in row.text
@@ -254,7 +256,7 @@ def test_a_minimal_document_renders_its_gaps_as_gaps() -> None:
     ids=["empty", "no-tests", "wrong-containers", "wrong-values", "bad-series", "bad-run"],
 )
 def test_malformed_documents_render_without_raising(document: dict[str, Any]) -> None:
-    page = parse(render_html(document))
+    page = parse(render_html(RunDocument.read(document)))
     assert page.by_id("test-table")
 
 
@@ -262,18 +264,18 @@ def test_write_html_writes_the_rendered_page_atomically(
     tmp_path: Path, document: dict[str, Any]
 ) -> None:
     target = tmp_path / "out" / "report.html"
-    write_html(target, document)
-    assert target.read_text(encoding="utf-8") == render_html(document)
+    write_atomic(target, render_html(RunDocument.read(document)))
+    assert target.read_text(encoding="utf-8") == render_html(RunDocument.read(document))
     assert [p.name for p in target.parent.iterdir()] == ["report.html"]
 
 
 def test_the_document_survives_a_json_round_trip(document: dict[str, Any]) -> None:
     """The renderer reads JSON read back from disk exactly like the in-memory document."""
-    assert render_html(json.loads(json.dumps(document))) == render_html(document)
+    assert render_html(RunDocument.read(json.loads(json.dumps(document)))) == render_html(RunDocument.read(document))
 
 
 def test_the_view_is_built_without_deciding(document: dict[str, Any]) -> None:
-    view = build_view(document)
+    view = build_view(RunDocument.read(document))
     assert view.banner.decision == document["decision"]
     assert [r.decision for r in view.rows].count("rollback") == sum(
         t["decision"] == "rollback" for t in document["tests"]
@@ -288,6 +290,6 @@ def test_a_median_regression_shows_in_the_verdict_cell() -> None:
         "p99": {"ratio": 1.0, "ci_low": 0.9, "ci_high": 1.1, "verdict": "not detected"},
         "p50": {"ratio": 3.5, "ci_low": 3.2, "ci_high": 3.9, "verdict": "regression"},
     }
-    page = parse(render_html(document))
+    page = parse(render_html(RunDocument.read(document)))
     row = next(r for r in _rows(page) if r.find_all("span", cls="id")[0].text == test["nodeid"])
     assert "p50 regression" in row.text

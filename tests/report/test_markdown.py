@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from pytest_roofline.model.document import RunDocument
 from pytest_roofline.report.markdown import code, escape, render_markdown
 from tests.report.documents import make_document, minimal_document
 
@@ -17,7 +18,7 @@ def _table_rows(markdown: str) -> list[str]:
 
 def test_the_headline_names_the_decision_the_runs_and_the_counts() -> None:
     document = make_document(30, seed=1)
-    text = render_markdown(document)
+    text = render_markdown(RunDocument.read(document))
     counts = Counter(t["decision"] for t in document["tests"])
     first = text.splitlines()[0]
     assert first == "## pytest-roofline: **ROLLBACK**"
@@ -28,7 +29,7 @@ def test_the_headline_names_the_decision_the_runs_and_the_counts() -> None:
 
 def test_every_non_ship_test_is_listed_with_ratio_interval_owner_and_reason() -> None:
     document = make_document(30, seed=1)
-    rows = _table_rows(render_markdown(document))
+    rows = _table_rows(render_markdown(RunDocument.read(document)))
     non_ship = sorted(
         (t for t in document["tests"] if t["decision"] != "ship"),
         key=lambda t: (t["decision"] != "rollback", t["nodeid"]),
@@ -48,21 +49,21 @@ def test_every_non_ship_test_is_listed_with_ratio_interval_owner_and_reason() ->
 
 def test_ship_tests_are_counted_not_listed() -> None:
     document = make_document(30, seed=1)
-    text = render_markdown(document)
+    text = render_markdown(RunDocument.read(document))
     for test in document["tests"]:
         if test["decision"] == "ship":
             assert escape(test["nodeid"]) not in text
 
 
 def test_the_summary_points_at_the_html_report() -> None:
-    text = render_markdown(make_document(12), report_path="reports/roofline.html")
+    text = render_markdown(RunDocument.read(make_document(12)), report_path="reports/roofline.html")
     assert text.rstrip().endswith("`reports/roofline.html`")
-    assert "--roofline-report=PATH" in render_markdown(make_document(12))
+    assert "--roofline-report=PATH" in render_markdown(RunDocument.read(make_document(12)))
 
 
 def test_long_lists_are_cut_and_the_rest_counted() -> None:
     document = make_document(12)
-    text = render_markdown(document, max_tests=2)
+    text = render_markdown(RunDocument.read(document), max_tests=2)
     non_ship = sum(t["decision"] != "ship" for t in document["tests"])
     assert len(_table_rows(text)) == 2
     assert f"…and {non_ship - 2} more non-ship test(s)" in text
@@ -70,7 +71,7 @@ def test_long_lists_are_cut_and_the_rest_counted() -> None:
 
 def test_untrusted_text_cannot_add_markup_html_links_or_table_cells() -> None:
     hostile = "<script>alert(1)</script> | **bold** [x](http://evil) `code` &amp;"
-    text = render_markdown(make_document(12, inject=hostile))
+    text = render_markdown(RunDocument.read(make_document(12, inject=hostile)))
     assert "<" not in text and ">" not in text.replace("→", "")
     assert "http://" not in text
     for row in _table_rows(text):
@@ -109,11 +110,11 @@ def test_code_spans_hold_any_text_literally(text: str, expected: str) -> None:
 
 
 def test_a_minimal_document_still_summarises() -> None:
-    text = render_markdown(minimal_document())
+    text = render_markdown(RunDocument.read(minimal_document()))
     assert text.startswith("## pytest-roofline: **NO DECISION**")
     assert "no baseline" in text and "1 tests" in text
     assert "No test needs review." in text
 
 
 def test_an_empty_run_says_so() -> None:
-    assert "No measured tests in this run." in render_markdown({"tests": []})
+    assert "No measured tests in this run." in render_markdown(RunDocument.read({"tests": []}))

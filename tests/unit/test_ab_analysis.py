@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from pytest_roofline.ab.command import analyse_rounds, check_side, load_paired
+from pytest_roofline.ab import analyse_rounds as analyse_rounds_typed
+from pytest_roofline.ab import check_side, load_paired
 from pytest_roofline.config.settings import AbSettings, GateSettings, build_config, parse_ab
+from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.errors import ConfigError, StoreError
 from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
+from pytest_roofline.model.document import RunDocument
+from pytest_roofline.model.results import TestResult
 from pytest_roofline.report.html import render_html
 from pytest_roofline.report.markdown import render_markdown
-from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
-from pytest_roofline.config.sla import SlaSpec
-from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult, StoredRun
+from pytest_roofline.store import RunRecord, Store, StoredResult, StoredRun
 
 TAGS_BASE = {"python": "3.11", "git_commit": "aaa", "git_dirty": "no"}
 TAGS_CAND = {"python": "3.11", "git_commit": "bbb", "git_dirty": "no"}
@@ -39,6 +42,12 @@ def stored(nodeid: str, samples: np.ndarray, declared: DeclaredWork | None = Non
         Measurement(sample_set, declared, (), None),
     )  # fmt: skip
     return StoredResult(nodeid, result.to_dict(include_samples=False), samples)
+
+
+def analyse_rounds(*args: Any, **kwargs: Any) -> tuple[RunDocument, Any, list[StoredResult]]:
+    """The paired analysis with its document as JSON, as the reports' readers see it."""
+    document, results = analyse_rounds_typed(*args, **kwargs)
+    return document, document.to_json(), results
 
 
 def paired_runs(
@@ -147,9 +156,9 @@ def test_a_test_only_in_the_candidate_is_new_and_not_compared() -> None:
 
 def test_the_stored_paired_run_gives_back_both_sides_round_by_round(tmp_path: Path) -> None:
     base, cand = paired_runs({"t.py::slow": 1.4}, k=4)
-    view, document, results = analyse_rounds(base, cand, gate=GateSettings())
+    typed, document, results = analyse_rounds(base, cand, gate=GateSettings())
     record = RunRecord(
-        "ab", 1.0, 2.0, view.tags, {}, view.machine, design="paired", summary={"document": document}
+        "ab", 1.0, 2.0, typed.run.tags, {}, typed.run.machine or "", design="paired", summary={"document": document}
     )
     with Store.open(tmp_path / "s.sqlite") as store:
         run_id = store.save_run(record, results)
@@ -170,12 +179,12 @@ def test_the_reports_show_the_design_and_a_strip_of_round_ratios() -> None:
         "baseline_commit": "aaa",
         "order": ["AB", "BA"] * 2,
     }  # type: ignore[index]
-    html = render_html(document)
+    html = render_html(RunDocument.read(document))
     assert "paired, 4 rounds (ABBA) against main" in html
     assert html.count('<svg class="strip"') >= 3  # two table rows and the rollback's memo
     assert "Paired design" in html
     assert "p95 round 1: ×" in html
-    markdown = render_markdown(document)
+    markdown = render_markdown(RunDocument.read(document))
     assert "ROLLBACK" in markdown
 
 

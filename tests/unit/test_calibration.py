@@ -10,22 +10,22 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
-from pytest_roofline.hardware import calibration
+from pytest_roofline.cli import format_roofs
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.hardware import busy, calibration
+from pytest_roofline.hardware.busy import BUSY_CPU_SHARE, host_busy
 from pytest_roofline.hardware.calibration import (
-    BUSY_CPU_SHARE,
     DRIFT_TOLERANCE,
     HostCalibration,
     calibrate_host,
     calibration_key,
     drift_probe,
-    format_roofs,
-    host_busy,
     host_calibration,
     host_target,
-    machine_fingerprint,
 )
-from pytest_roofline.errors import RooflineError
-from pytest_roofline.hardware.target import load_presets
+from pytest_roofline.hardware.kernels import NumpyKernels
+from pytest_roofline.hardware.machine import machine_fingerprint
+from pytest_roofline.hardware.presets import load_presets
 
 GB = 1e9
 
@@ -82,7 +82,8 @@ class Ticks:
 @pytest.fixture(autouse=True)
 def two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
     # The busy arithmetic depends on the CPU count; make it this machine-independent.
-    monkeypatch.setattr(calibration, "_available_cpus", lambda: 2)
+    monkeypatch.setattr(calibration, "available_cpus", lambda: 2)
+    monkeypatch.setattr(busy, "available_cpus", lambda: 2)
     for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
 
@@ -380,6 +381,6 @@ def test_a_real_quick_calibration_is_plausible(monkeypatch: pytest.MonkeyPatch) 
     target = cal.to_target()
     assert target.ridge("fp64") > 0 and target.ridge("fp32") > 0
     assert cal.sizes["array_bytes.dram"] >= 64 * 2**20
-    reading = drift_probe(cal, calibration.NumpyKernels(threads=cal.threads))
+    reading = drift_probe(cal, NumpyKernels(threads=cal.threads))
     assert set(reading) == {"dram.add", "gemm.fp64"}
     assert all(v > 0 and math.isfinite(v) for v in reading.values())

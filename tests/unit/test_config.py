@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_roofline.config.markers import bind_marker
 from pytest_roofline.config.settings import DEFAULTS, build_config, resolve_test
 from pytest_roofline.errors import ConfigError
-from pytest_roofline.config.markers import bind_marker
 
 
 def make(

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.units import format_seconds, parse_duration
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.units import format_seconds, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.gate.run import (
-    compare_stored_runs,
-    hardware_difference,
-    layers_changed,
-    replay_command,
-)
 from pytest_roofline.config.settings import DEFAULT_LAYERS
-from pytest_roofline.gate.evidence import BaselineEntry, GateContext, evaluate, margins, should_replay
+from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.gate.compare import compare_stored_runs
+from pytest_roofline.gate.evidence import (
+    BaselineEntry,
+    EvidenceContext,
+    evaluate,
+    margins,
+    should_replay,
+)
+from pytest_roofline.gate.layers import hardware_difference, layers_changed
+from pytest_roofline.gate.run import replay_command
 from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
-from pytest_roofline.config.sla import SlaSpec
-from pytest_roofline.store.sqlite import RunRecord, Store, StoredResult
+from pytest_roofline.store import RunRecord, Store, StoredResult
 
 TARGET = target_from_mapping(
     "ci", {"peak_flops_per_s": {"fp32": 1e11}, "peak_bytes_per_s": {"dram": 1e10}}, where="test"
@@ -55,7 +58,7 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
     None
 ):
     rng = np.random.default_rng(0)
-    context = GateContext(min_effect={"p95": 0.05, "p99": 0.1})
+    context = EvidenceContext(min_effect={"p95": 0.05, "p99": 0.1})
     alone = margins(BaselineEntry(samples(rng), None, {}), context)
     assert alone == {"p50": pytest.approx(0.35), "p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
     quiet = BaselineEntry(
@@ -66,7 +69,7 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
 
 def test_a_user_margin_above_the_noise_floor_wins() -> None:
     rng = np.random.default_rng(1)
-    context = GateContext(min_effect={"p50": 0.7, "p95": 0.8, "p99": 0.9})
+    context = EvidenceContext(min_effect={"p50": 0.7, "p95": 0.8, "p99": 0.9})
     assert margins(BaselineEntry(samples(rng), None, {}), context) == {
         "p50": pytest.approx(0.7),
         "p95": pytest.approx(0.8),
@@ -77,10 +80,10 @@ def test_a_user_margin_above_the_noise_floor_wins() -> None:
 def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
     rng = np.random.default_rng(2)
     entry = BaselineEntry(samples(rng), None, {})
-    context = GateContext(replay=1, family_size=1)
+    context = EvidenceContext(replay=1, family_size=1)
     assert should_replay(samples(rng, 2e-3), entry, context, "t::a")
     assert not should_replay(samples(rng), entry, context, "t::a")
-    assert not should_replay(samples(rng, 2e-3), entry, GateContext(replay=0), "t::a")
+    assert not should_replay(samples(rng, 2e-3), entry, EvidenceContext(replay=0), "t::a")
 
 
 def test_the_bonferroni_bound_turns_a_marginal_regression_into_suspect_in_a_large_session() -> None:
@@ -88,9 +91,9 @@ def test_the_bonferroni_bound_turns_a_marginal_regression_into_suspect_in_a_larg
     base = 1e-3 * rng.lognormal(0.0, 0.3, 200)
     cand = 1.8e-3 * rng.lognormal(0.0, 0.3, 200)  # p95 x1.8, one-sided p far below 1e-10
     entry = BaselineEntry(base, None, {})
-    small = evaluate(result("t::a", cand), entry, GateContext(family_size=1, replay=0), target=None)
+    small = evaluate(result("t::a", cand), entry, EvidenceContext(family_size=1, replay=0), target=None)
     huge = evaluate(
-        result("t::a", cand), entry, GateContext(family_size=10**40, replay=0), target=None
+        result("t::a", cand), entry, EvidenceContext(family_size=10**40, replay=0), target=None
     )
     assert small.comparisons["p95"].verdict == "regression"
     assert huge.comparisons["p95"].verdict == "suspect"
@@ -103,7 +106,7 @@ def test_evaluation_places_both_sides_on_the_roofline() -> None:
     evidence = evaluate(
         result("t::a", samples(rng), declared=work),
         BaselineEntry(samples(rng), work, {}),
-        GateContext(),
+        EvidenceContext(),
         target=TARGET,
     )
     assert evidence.point is not None and evidence.point.bound == "compute"
@@ -118,13 +121,13 @@ def test_a_min_efficiency_sla_is_breached_only_when_even_fast_calls_miss_it() ->
     slow = evaluate(
         result("t::a", samples(rng, 4e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)),
         None,
-        GateContext(),
+        EvidenceContext(),
         target=TARGET,
     )
     fast = evaluate(
         result("t::a", samples(rng, 1.2e-3), declared=work, sla=SlaSpec(min_efficiency=0.5)),
         None,
-        GateContext(),
+        EvidenceContext(),
         target=TARGET,
     )
     assert [s.status for s in slow.sla] == ["breach"]
@@ -159,8 +162,9 @@ def test_offline_comparison_of_two_stored_runs_decides_like_the_gate(tmp_path: P
                 for r in (result("t::a", samples(rng)), result("t::b", samples(rng, scale_b)))
             ]
             ids.append(store.save_run(record, stored))
-        document = compare_stored_runs(store, ids[0], ids[1])
-        assert hardware_difference(store.load_run(ids[0]), TARGET, "machine") is None
+        document = compare_stored_runs(store, ids[0], ids[1]).to_json()
+        base = store.load_run(ids[0]).record
+        assert hardware_difference(base.target.get("name"), base.machine, TARGET.name, "machine") is None
     decisions = {t["nodeid"]: t["decision"] for t in document["tests"]}
     assert decisions == {"t::a": "ship", "t::b": "rollback"}
     assert document["decision"] == "rollback"
@@ -176,7 +180,7 @@ def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change
     evidence = evaluate(
         result("t::a", samples(rng), declared=work),
         BaselineEntry(samples(rng), work, {}),
-        GateContext(),
+        EvidenceContext(),
         target=TARGET,
     )
     assert evidence.point is not None
@@ -184,8 +188,8 @@ def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change
 
 
 def test_the_first_failing_slice_of_a_group_is_its_smallest_failing_one() -> None:
-    from pytest_roofline.gate.run import first_failing_slices
     from pytest_roofline.config.workload import WorkloadSlice
+    from pytest_roofline.gate.run import first_failing_slices
 
     rng = np.random.default_rng(8)
 
@@ -206,9 +210,9 @@ def test_the_first_failing_slice_of_a_group_is_its_smallest_failing_one() -> Non
     results = {
         r.nodeid: r for r in (sliced("small", 64), sliced("medium", 256), sliced("large", 1024))
     }
-    documents = {
-        "t::k[small]": {"decision": "ship"},
-        "t::k[medium]": {"decision": "rollback"},
-        "t::k[large]": {"decision": "escalate"},
+    decisions = {
+        "t::k[small]": "ship",
+        "t::k[medium]": "rollback",
+        "t::k[large]": "escalate",
     }
-    assert first_failing_slices(results, documents) == {"gemm": "t::k[medium]"}
+    assert first_failing_slices(results, decisions) == {"gemm": "t::k[medium]"}

@@ -13,14 +13,16 @@ import pytest
 import yaml
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.hardware.presets import (
+    load_presets,
+    nvml_gpu_name,
+    preset_for_gpu_name,
+    resolve_target,
+)
 from pytest_roofline.hardware.target import (
     HardwareTarget,
     Provenance,
-    load_presets,
-    nvml_gpu_name,
     parse_rate,
-    preset_for_gpu_name,
-    resolve_target,
     target_from_mapping,
 )
 from pytest_roofline.roofline import declared_work

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.errors import ConfigError
 from pytest_roofline.config.markers import bind_marker
+from pytest_roofline.errors import ConfigError
 
 
 def test_a_full_marker_binds_to_typed_settings() -> None:

@@ -11,8 +11,8 @@ import pytest
 from pytest_roofline.gate.evidence import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
 from pytest_roofline.gate.policy import decide_run, decide_test
 from pytest_roofline.model.results import QuantileSummary
+from pytest_roofline.roofline import BoundChange
 from pytest_roofline.stats import (
-    BoundChange,
     CommonMode,
     ConfidenceInterval,
     Drift,

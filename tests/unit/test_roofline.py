@@ -12,13 +12,16 @@ import pytest
 
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.roofline import (
-    BOUNDS,
+    BOUND_CLASSES as BOUNDS,
+)
+from pytest_roofline.roofline import (
     DEFAULT_OVERHEAD_EFFICIENCY,
     DEFAULT_PRECISION,
     PRECISIONS,
     DeclaredWork,
     RooflinePoint,
     attainable,
+    bound_change,
     declared_work,
     intensity,
     normalize_precision,
@@ -388,3 +391,32 @@ def test_a_one_sided_declaration_on_a_missing_roof_says_both() -> None:
     assert point.efficiency is None
     assert point.note is not None
     assert "no fp32 compute roof" in point.note and "bytes_moved not declared" in point.note
+
+
+# ------------------------------------------------------------------------------------------
+# bound-class change
+# ------------------------------------------------------------------------------------------
+def test_a_bound_change_with_both_sides_outside_the_band_is_a_change() -> None:
+    res = bound_change(0.5, 40.0, 10.0, base_class="memory", cand_class="compute")
+    assert res.changed and not res.ambiguous
+
+
+def test_a_bound_change_with_a_side_inside_the_band_is_ambiguous() -> None:
+    res = bound_change(0.5, 10.5, 10.0, base_class="memory", cand_class="compute")
+    assert not res.changed and res.ambiguous
+    assert "candidate intensity" in res.reason
+
+
+def test_overhead_is_a_clear_class_and_unknown_is_not_assessable() -> None:
+    assert bound_change(0.5, 0.5, 10.0, base_class="memory", cand_class="overhead").changed
+    res = bound_change(None, 0.5, 10.0, base_class="unknown", cand_class="memory")
+    assert not res.changed and not res.ambiguous and "not assessable" in res.reason
+    same = bound_change(0.5, 0.6, 10.0, base_class="memory", cand_class="memory")
+    assert not same.changed and not same.ambiguous
+
+
+def test_a_bound_change_rejects_an_unknown_class_and_a_missing_intensity() -> None:
+    with pytest.raises(ValueError, match="`base_class` must be one of"):
+        bound_change(0.5, 1.0, 10.0, base_class="fast", cand_class="memory")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`base_intensity` is required"):
+        bound_change(None, 1.0, 10.0, base_class="memory", cand_class="memory")

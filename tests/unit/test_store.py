@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.errors import StoreError
-from pytest_roofline.store.sqlite import STORE_SCHEMA_VERSION, RunRecord, Store, StoredResult
+from pytest_roofline.store import STORE_SCHEMA_VERSION, RunRecord, Store, StoredResult
 
 
 def record(label: str | None = "main", started: float = 1.0) -> RunRecord:

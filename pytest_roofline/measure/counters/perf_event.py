@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.hardware.machine import available_cpus
 from pytest_roofline.measure.counters.base import BackendDetails, CounterStatus
 
 __all__ = [
@@ -298,16 +299,6 @@ def _fd_budget() -> int:
         return 4096
     # A quarter of the process's descriptor limit: the test under measurement needs the rest.
     return max(16, min(4096, soft // 4))
-
-
-def _available_cpus() -> int:
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    if getaffinity is not None:
-        try:
-            return max(1, len(getaffinity(0)))
-        except OSError:
-            pass
-    return max(1, os.cpu_count() or 1)
 
 
 def _core_pmu_present(root: Path) -> bool:
@@ -600,7 +591,7 @@ class PerfEventBackend:
         self._details = BackendDetails(
             notes=tuple(notes),
             threads=len(self._tids),
-            busy_threads=min(max(1, busy), _available_cpus()),
+            busy_threads=min(max(1, busy), available_cpus()),
         )
         return values
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import CANDIDATE
 
 
-@pytest.mark.roofline(slices="gemm", owner="kernels-team",
-                      rollback="revert the tiling change (flag GEMM_TILE)", sla={"p99": "40ms"})
+@pytest.mark.roofline(
+    slices="gemm",
+    owner="kernels-team",
+    rollback="revert the tiling change (flag GEMM_TILE)",
+    sla={"p99": "40ms"},
+)
 def test_gemm(roofline, workload, fake_call):
     n = workload.params["n"]
     roofline.declare(flops=2 * n**3, bytes_moved=3 * n * n * 4, precision="fp32")
@@ -25,8 +28,11 @@ def test_stream_triad(roofline, fake_call):
     roofline(fake_call(24 * n / 1.5e10 * (0.7 if CANDIDATE else 1.0)))
 
 
-@pytest.mark.roofline(owner={"performance engineer": "alice", "compiler owner": "bob"},
-                      rollback="revert the scheduler change", sla={"p95": "1.5ms"})
+@pytest.mark.roofline(
+    owner={"performance engineer": "alice", "compiler owner": "bob"},
+    rollback="revert the scheduler change",
+    sla={"p95": "1.5ms"},
+)
 def test_tail_latency(roofline, fake_call):
     # The candidate keeps its median and grows a tail: 4% of calls 4x slower.
     roofline(fake_call(1e-3, tail=0.04 if CANDIDATE else 0.0, tail_factor=4.0))

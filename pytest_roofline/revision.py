@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import platform
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["TAG_ENV_VARS", "collect_tags", "layer_of", "tag_diff"]
+from pytest_roofline.hardware.machine import blas_description, cpu_model
+
+__all__ = ["TAG_ENV_VARS", "collect_tags"]
 
 # Environment variables that change numerical kernels' speed: thread pools, BLAS kernel choice,
 # allocator, device visibility. Recorded as ``env_<NAME>`` when set.
@@ -23,27 +24,10 @@ TAG_ENV_VARS = (
 _PACKAGES = ("pytest", "numpy", "scipy", "torch", "jax", "cupy")
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _blas() -> dict[str, str]:
-    """BLAS library and its thread count, from numpy's build info (no extra dependency)."""
-    try:
-        import numpy as np
-
-        config = np.show_config(mode="dicts")
-        blas = config["Build Dependencies"]["blas"]
-        return {"blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip()}
-    except Exception:  # numpy < 1.25 or an unusual build: the tag is simply absent
-        return {}
+    """BLAS library and version, from numpy's build info (no extra dependency)."""
+    description = blas_description()
+    return {"blas": description} if description != "BLAS unknown" else {}
 
 
 def _git(rootdir: Path) -> dict[str, str]:
@@ -69,7 +53,7 @@ def collect_tags(rootdir: Path, *, extra: Mapping[str, str] = {}) -> dict[str, s
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "os": f"{platform.system()} {platform.release()}",
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": str(os.cpu_count() or 0),
         "machine": platform.machine(),
     }
@@ -87,21 +71,3 @@ def collect_tags(rootdir: Path, *, extra: Mapping[str, str] = {}) -> dict[str, s
     tags.update(_git(rootdir))
     tags.update(extra)
     return tags
-
-
-def tag_diff(
-    baseline: Mapping[str, str], candidate: Mapping[str, str]
-) -> dict[str, tuple[str | None, str | None]]:
-    """Tags whose value differs, as ``{tag: (baseline value, candidate value)}``."""
-    keys = sorted(set(baseline) | set(candidate))
-    return {
-        k: (baseline.get(k), candidate.get(k)) for k in keys if baseline.get(k) != candidate.get(k)
-    }
-
-
-def layer_of(tag: str, layers: Mapping[str, Sequence[str]]) -> str | None:
-    """The first layer whose tag patterns match ``tag`` (layers keep their configured order)."""
-    for layer, patterns in layers.items():
-        if any(fnmatch.fnmatchcase(tag, pattern) for pattern in patterns):
-            return layer
-    return None

@@ -1,23 +1,6 @@
-"""Roofline math: operational intensity, attainable performance, efficiency and bound class.
+"""Roofline placement: intensity, attainable performance, efficiency and the bound class.
 
-Pure module: standard library only (no pytest, no numpy), so every other layer can use it.
-
-Conventions (the same everywhere in pytest-roofline):
-
-- **FLOPs count a fused multiply-add as 2** (``2·m·n·k`` for a matmul), as torch's
-  ``FlopCounterMode``, XLA's cost analysis and hardware FLOP counters do. Tools that count MACs
-  (fvcore) report half of that: multiply their figures by 2 before declaring them.
-- **Bytes** are the compulsory traffic of one call to the memory level the roof is for
-  (``"dram"`` = main memory, HBM/GDDR on GPUs): each input read once, each output written once.
-- **Operational intensity** = declared FLOPs ÷ declared bytes (FLOP/byte).
-- **Attainable** FLOP/s = ``min(peak FLOP/s, intensity × peak bytes/s)`` (Williams, Waterman &
-  Patterson, "Roofline", CACM 52(4), 2009); the **ridge** = peak FLOP/s ÷ peak bytes/s.
-- **Efficiency** = achieved ÷ attainable, which equals the larger of the compute utilisation
-  (achieved FLOP/s ÷ peak FLOP/s) and the bandwidth utilisation (achieved bytes/s ÷ peak
-  bytes/s); written that way it stays defined for zero-FLOP (pure data movement) kernels.
-
-Bound classes (exact strings, part of the JSON contract): ``compute``, ``memory``,
-``overhead``, ``ambiguous``, ``unknown``. See :func:`place` for the rules.
+Pure (standard library only). See :mod:`pytest_roofline.roofline` for the conventions.
 """
 
 from __future__ import annotations
@@ -26,38 +9,21 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-from pytest_roofline.errors import ConfigError
+from pytest_roofline.roofline.work import DEFAULT_PRECISION, DeclaredWork
+from pytest_roofline.vocabulary import BOUND_CLASSES, BoundClass
 
 __all__ = [
-    "BOUNDS",
     "DEFAULT_OVERHEAD_EFFICIENCY",
-    "DEFAULT_PRECISION",
     "DEFAULT_RIDGE_MARGIN",
     "DEFAULT_ROOF_TOLERANCE",
-    "MEMORY_LEVELS",
-    "PRECISIONS",
-    "Bound",
-    "DeclaredWork",
     "RooflinePoint",
     "attainable",
-    "declared_work",
     "intensity",
-    "normalize_precision",
     "place",
+    "positive",
     "ridge",
 ]
-
-#: Precision names, in the order tables list them. ``int8`` counts integer ops as "FLOPs".
-PRECISIONS: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-
-#: Memory levels a roof can be given for; ``dram`` (main memory, HBM/GDDR on GPUs) is the default.
-MEMORY_LEVELS: tuple[str, ...] = ("dram", "llc", "l2", "l1")
-
-#: Precision used to place work declared without one: the default dtype of PyTorch and JAX and
-#: the FP32 (non-tensor-core) GPU peak. numpy's default dtype is float64: declare ``"fp64"`` there.
-DEFAULT_PRECISION = "fp32"
 
 #: Relative half-width of the band around the ridge inside which the class is ``ambiguous``.
 #: 15% is the margin of research/stats.md §5: analytic byte counts and roofs are both uncertain
@@ -80,150 +46,6 @@ DEFAULT_OVERHEAD_EFFICIENCY = 0.2
 #: rounded datasheet values or best-of-N measurements, and timers have jitter.
 DEFAULT_ROOF_TOLERANCE = 0.05
 
-Bound = Literal["compute", "memory", "overhead", "ambiguous", "unknown"]
-BOUNDS: tuple[Bound, ...] = get_args(Bound)
-
-# Spellings users are likely to pass (numpy/torch dtype names): normalised to PRECISIONS.
-_PRECISION_ALIASES: Mapping[str, str] = {
-    "float64": "fp64",
-    "double": "fp64",
-    "f64": "fp64",
-    "float32": "fp32",
-    "float": "fp32",
-    "single": "fp32",
-    "f32": "fp32",
-    "tensorfloat32": "tf32",
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "f16": "fp16",
-    "float8": "fp8",
-    "float8_e4m3fn": "fp8",
-    "float8_e5m2": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-    "e4m3": "fp8",
-    "e5m2": "fp8",
-    "i8": "int8",
-    "float4": "fp4",
-    "nvfp4": "fp4",
-    "mxfp4": "fp4",
-}
-
-
-def normalize_precision(precision: object, *, where: str) -> str:
-    """Return the canonical precision name for ``precision``.
-
-    Accepts the names in :data:`PRECISIONS` and common dtype spellings (``"float32"``,
-    ``"bfloat16"``, ``"half"``, ...), case-insensitively.
-
-    :param precision: the name to normalise.
-    :param where: the source of the value, used in the error message.
-    :raises ConfigError: when ``precision`` is not a string or not a known precision.
-    """
-    if not isinstance(precision, str):
-        raise ConfigError(
-            f"{where}: precision must be a string such as 'fp32', got {precision!r} "
-            f"({type(precision).__name__}); valid: {', '.join(PRECISIONS)}"
-        )
-    key = precision.strip().lower().replace("-", "_")
-    if key.startswith("torch.") or key.startswith("numpy."):
-        key = key.split(".", 1)[1]
-    if key in PRECISIONS:
-        return key
-    if key in _PRECISION_ALIASES:
-        return _PRECISION_ALIASES[key]
-    raise ConfigError(
-        f"{where}: unknown precision {precision!r}; valid: {', '.join(PRECISIONS)} "
-        "(dtype names such as 'float32' or 'bfloat16' are accepted too)"
-    )
-
-
-def _amount(value: object, name: str, where: str) -> float | None:
-    """Validate one declared amount (FLOPs or bytes): None, or a finite number >= 0."""
-    if value is None:
-        return None
-    # bool is an int subclass: ``flops=True`` is a bug, not one FLOP.
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ConfigError(
-            f"{where}: {name} must be a number of {'FLOPs' if name == 'flops' else 'bytes'} "
-            f"per call (e.g. {name}=2 * n**3), got {value!r} ({type(value).__name__})"
-        )
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if math.isnan(number) or math.isinf(number):
-        raise ConfigError(f"{where}: {name} must be finite, got {value!r}")
-    if number < 0:
-        raise ConfigError(f"{where}: {name} must be >= 0, got {value!r}")
-    return number
-
-
-@dataclass(frozen=True, slots=True)
-class DeclaredWork:
-    """The work of ONE call of a measured function, as the test declares it.
-
-    ``None`` means "not declared". FLOPs count an FMA as 2. ``precision`` is a canonical name
-    from :data:`PRECISIONS`, or ``None`` when the test did not say (placement then uses
-    :data:`DEFAULT_PRECISION` and says so in the point's ``note``).
-
-    Build it with :func:`declared_work`, which validates and names the source of bad input.
-    """
-
-    flops: float | None = None
-    bytes_moved: float | None = None
-    precision: str | None = None
-
-    def __post_init__(self) -> None:
-        where = "DeclaredWork"
-        object.__setattr__(self, "flops", _amount(self.flops, "flops", where))
-        object.__setattr__(self, "bytes_moved", _amount(self.bytes_moved, "bytes_moved", where))
-        if self.precision is not None:
-            object.__setattr__(self, "precision", normalize_precision(self.precision, where=where))
-
-    @property
-    def declared(self) -> bool:
-        """True when FLOPs or bytes (or both) are declared."""
-        return self.flops is not None or self.bytes_moved is not None
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready mapping (``flops``, ``bytes_moved``, ``precision``)."""
-        return {"flops": self.flops, "bytes_moved": self.bytes_moved, "precision": self.precision}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object], *, where: str = "declared work") -> DeclaredWork:
-        """Rebuild from :meth:`to_dict` output, validating it like :func:`declared_work`.
-
-        :raises ConfigError: when a value is invalid; unknown keys are ignored (newer writers).
-        """
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{where}: expected a mapping with flops, bytes_moved, precision")
-        return declared_work(
-            data.get("flops"), data.get("bytes_moved"), data.get("precision"), where=where
-        )
-
-
-def declared_work(
-    flops: object, bytes_moved: object, precision: object, *, where: str
-) -> DeclaredWork:
-    """Validate a declaration and return it as a :class:`DeclaredWork`.
-
-    :param flops: FLOPs per call (FMA = 2), or ``None`` when not declared.
-    :param bytes_moved: compulsory bytes per call to main memory, or ``None``.
-    :param precision: a name from :data:`PRECISIONS` or a dtype spelling (``"float32"``), or
-        ``None`` (placed against :data:`DEFAULT_PRECISION`, recorded as undeclared).
-    :param where: the source, named in error messages, e.g.
-        ``"test_x.py::test_gemm[small]: roofline.declare()"``.
-    :raises ConfigError: for a negative, NaN, infinite, boolean or non-numeric amount, or an
-        unknown precision; the message names ``where``, the bad value and the valid form.
-    """
-    return DeclaredWork(
-        flops=_amount(flops, "flops", where),
-        bytes_moved=_amount(bytes_moved, "bytes_moved", where),
-        precision=None if precision is None else normalize_precision(precision, where=where),
-    )
-
 
 def intensity(flops: float | None, bytes_moved: float | None) -> float | None:
     """Operational intensity in FLOP/byte.
@@ -238,7 +60,7 @@ def intensity(flops: float | None, bytes_moved: float | None) -> float | None:
     return flops / bytes_moved
 
 
-def _positive(value: float, name: str) -> float:
+def positive(value: float, name: str) -> float:
     number = float(value)
     if not (number > 0 and math.isfinite(number)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
@@ -250,7 +72,7 @@ def ridge(peak_flops_per_s: float, peak_bytes_per_s: float) -> float:
 
     :raises ValueError: unless both peaks are positive and finite.
     """
-    return _positive(peak_flops_per_s, "peak_flops_per_s") / _positive(
+    return positive(peak_flops_per_s, "peak_flops_per_s") / positive(
         peak_bytes_per_s, "peak_bytes_per_s"
     )
 
@@ -260,8 +82,8 @@ def attainable(intensity: float, peak_flops_per_s: float, peak_bytes_per_s: floa
 
     :raises ValueError: for a negative or NaN intensity or non-positive peaks.
     """
-    peak_f = _positive(peak_flops_per_s, "peak_flops_per_s")
-    peak_b = _positive(peak_bytes_per_s, "peak_bytes_per_s")
+    peak_f = positive(peak_flops_per_s, "peak_flops_per_s")
+    peak_b = positive(peak_bytes_per_s, "peak_bytes_per_s")
     if math.isnan(intensity) or intensity < 0:
         raise ValueError(f"intensity must be >= 0, got {intensity!r}")
     if math.isinf(intensity):
@@ -284,7 +106,7 @@ class RooflinePoint:
     achieved_bytes_per_s: float | None
     attainable_flops_per_s: float | None
     efficiency: float | None
-    bound: Bound
+    bound: BoundClass
     ridge: float | None
     precision: str | None
     memory_level: str
@@ -315,14 +137,16 @@ class RooflinePoint:
     def from_dict(cls, data: Mapping[str, object]) -> RooflinePoint:
         """Rebuild from :meth:`to_dict` output; unknown keys are ignored.
 
-        :raises ValueError: when ``bound`` is missing or not one of :data:`BOUNDS`, or a number
+        :raises ValueError: when ``bound`` is missing or not one of :data:`BOUND_CLASSES`, or a number
             field holds something that is not a number.
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"roofline point: expected a mapping, got {type(data).__name__}")
         bound = data.get("bound")
-        if bound not in BOUNDS:
-            raise ValueError(f"roofline point: bound must be one of {list(BOUNDS)}, got {bound!r}")
+        if bound not in BOUND_CLASSES:
+            raise ValueError(
+                f"roofline point: bound must be one of {list(BOUND_CLASSES)}, got {bound!r}"
+            )
 
         def num(key: str) -> float | None:
             value = data.get(key)
@@ -358,7 +182,7 @@ def _finite_or_none(value: float | None) -> float | None:
 def _check_peak(value: float | None, name: str) -> float | None:
     if value is None:
         return None
-    return _positive(value, name)
+    return positive(value, name)
 
 
 def _rate(value: float) -> str:
@@ -501,7 +325,7 @@ def place(
         notes.append(f"no {precision} compute roof on this target")
     if peak_b is None and work.bytes_moved is not None:
         notes.append(f"no {memory_level} bandwidth roof on this target")
-    bound: Bound
+    bound: BoundClass
     if point_intensity is None:
         bound = "unknown"
         missing = "bytes_moved" if work.bytes_moved is None else "flops"

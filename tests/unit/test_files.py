@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_roofline.report.json_report import write_atomic
+from pytest_roofline.files import write_atomic
 
 
 def test_reports_are_written_atomically_and_readable_by_others(tmp_path: Path) -> None:

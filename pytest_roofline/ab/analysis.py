@@ -1,0 +1,314 @@
+"""A paired run's analysis: per-round comparisons of each test, the rest of the evidence, decisions.
+
+No subprocess and no I/O. Each gated quantile of each test is compared round by round
+(:func:`pytest_roofline.stats.paired.compare_paired`) with Benjamini-Hochberg over the run
+(every comparison exists before any decision); the rest of the evidence (SLAs, quality,
+revision-tag layers) comes from :func:`pytest_roofline.gate.evidence.evaluate`, with the roofline
+placement re-done on the paired p50 (:func:`_paired_roofline`); the policy decides and
+:func:`pytest_roofline.gate.run.analyse_run` builds the run document with ``run.design =
+"paired"``. The stored run keeps both sides' samples and every sample's round (:func:`load_paired`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
+from pytest_roofline.errors import StoreError
+from pytest_roofline.gate.evidence import GATED_QUANTILES, BaselineEntry, TestEvidence, evaluate
+from pytest_roofline.gate.policy import decide_test
+from pytest_roofline.gate.record import test_record
+from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context
+from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.measure.measurement import decode_samples, encode_samples
+from pytest_roofline.model.document import PairedTest, RunDocument
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.roofline import DeclaredWork, bound_change_between, is_positive_finite
+from pytest_roofline.stats import paired
+from pytest_roofline.stats.paired import PairedComparison
+from pytest_roofline.store import Store, StoredResult, StoredRun
+from pytest_roofline.vocabulary import QUANTILES, FailOn
+
+__all__ = ["DESIGN", "PairedSamples", "analyse_rounds", "load_paired"]
+
+DESIGN = "paired"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PairedSamples:
+    """One test's samples of a stored paired run: one array per round and side."""
+
+    nodeid: str
+    baseline: tuple[np.ndarray, ...]
+    candidate: tuple[np.ndarray, ...]
+
+
+def _pooled(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    present = [a for a in arrays if a.size]
+    return np.concatenate(present) if present else np.empty(0)
+
+
+def _last_payload(runs: Sequence[StoredRun], nodeid: str) -> Mapping[str, Any] | None:
+    for run in reversed(runs):
+        if nodeid in run.results:
+            return run.results[nodeid].payload
+    return None
+
+
+def _batch_sizes(runs: Sequence[StoredRun], nodeid: str) -> tuple[int | None, ...]:
+    return tuple(
+        int(run.results[nodeid].payload["measurement"]["batch_size"])
+        if nodeid in run.results
+        else None
+        for run in runs
+    )
+
+
+def _pooled_result(payload: Mapping[str, Any], samples: np.ndarray, rounds: int) -> TestResult:
+    result = TestResult.from_dict(payload, samples_s=samples)
+    measurement = result.measurement
+    sample_set = replace(measurement.samples, stop_reason=f"paired: {rounds} rounds")
+    return replace(result, measurement=replace(measurement, samples=sample_set))
+
+
+def _paired_roofline(
+    evidence: TestEvidence,
+    declared: DeclaredWork | None,
+    target: HardwareTarget | None,
+    p50: PairedComparison | None,
+) -> TestEvidence:
+    """Roofline evidence that agrees with the pairing.
+
+    :func:`gate.evidence.evaluate` places the candidate at the p50 of its pooled samples, which
+    mixes rounds taken at different machine speeds: a kernel whose calls are sometimes 100 times
+    slower on a busy machine (a multithreaded BLAS whose threads get descheduled) can have a
+    pooled p50 on either side of that gap, and then shows a bound-class change with an
+    efficiency collapse that no round supports. Here the candidate is placed at the baseline's
+    p50 times the paired p50 ratio, and the efficiency ratio is the one the rounds establish:
+    ``1 / lower bound`` of the paired p50 ratio (no collapse unless every plausible slowdown
+    exceeds the margin). Without a usable paired p50 nothing about the class is established.
+    """
+    base_point, base_summary = evidence.baseline_point, evidence.baseline_summary
+    if target is None or declared is None or base_point is None or base_summary is None:
+        return evidence
+    c = p50.comparison if p50 is not None else None
+    if (
+        c is None
+        or c.verdict == "insufficient"
+        or not is_positive_finite(c.ratio)
+        or not base_summary.p50_s
+    ):
+        return replace(evidence, bound_change=None, efficiency_ratio=None)
+    point = target.place(declared, base_summary.p50_s * c.ratio)
+    low = c.ci.low
+    return replace(
+        evidence,
+        point=point,
+        bound_change=bound_change_between(base_point, point),
+        efficiency_ratio=1.0 / low if is_positive_finite(low) else None,
+    )
+
+
+def _compare_all(
+    rounds: Mapping[str, tuple[list[np.ndarray], list[np.ndarray]]],
+    compared: Sequence[str],
+    gate: GateSettings,
+) -> dict[str, dict[str, PairedComparison]]:
+    """Every gated quantile of every compared test, with BH over the whole run."""
+    flat = [
+        paired.compare_paired(
+            *rounds[n], QUANTILES[name], delta=gate.min_effect.get(name, 0.0), alpha=gate.alpha
+        )
+        for n in compared
+        for name in GATED_QUANTILES
+    ]
+    flat = paired.apply_bh_paired(flat, alpha=gate.alpha)
+    width = len(GATED_QUANTILES)
+    return {
+        n: dict(zip(GATED_QUANTILES, flat[i * width : (i + 1) * width], strict=True))
+        for i, n in enumerate(compared)
+    }
+
+
+def analyse_rounds(
+    base_runs: Sequence[StoredRun],
+    cand_runs: Sequence[StoredRun],
+    *,
+    gate: GateSettings,
+    gate_on: FailOn = "rollback",
+    layers: Mapping[str, Sequence[str]] = DEFAULT_LAYERS,
+    label: str | None = "ab",
+    baseline_label: str = "baseline",
+    replay_command: Callable[[str], str] = lambda nodeid: nodeid,
+    run_reasons: Sequence[str] = (),
+    started: float | None = None,
+    finished: float | None = None,
+) -> tuple[RunDocument, list[StoredResult]]:
+    """Compare, decide and build the document of a paired run from its rounds.
+
+    :param base_runs: the baseline's stored run of each round, in round order.
+    :param cand_runs: the candidate's, same order and length.
+    :param replay_command: the command that re-runs one test (for the memo).
+    :param run_reasons: run-level problems (e.g. failing tests in a round): they escalate.
+    :returns: the run document (``run.design = "paired"``) and the results to store: the
+        candidate's pooled samples as each result's samples, the baseline's pooled samples and
+        every round's sample counts under ``payload["paired"]``.
+    """
+    if len(base_runs) != len(cand_runs) or not base_runs:
+        raise ValueError(
+            f"analyse_rounds needs one baseline and one candidate run per round; "
+            f"got {len(base_runs)} and {len(cand_runs)}"
+        )
+    k = len(base_runs)
+    started = started if started is not None else min(r.record.started for r in base_runs)
+    finished = finished if finished is not None else max(r.record.finished for r in cand_runs)
+    cand_record, base_record = cand_runs[-1].record, base_runs[-1].record
+    target = HardwareTarget.from_dict(cand_record.target) if cand_record.target else None
+    empty = np.empty(0)
+    nodeids = sorted({n for run in (*base_runs, *cand_runs) for n in run.results})
+    rounds = {
+        n: (
+            [r.results[n].samples_s if n in r.results else empty for r in base_runs],
+            [r.results[n].samples_s if n in r.results else empty for r in cand_runs],
+        )
+        for n in nodeids
+    }
+    results: dict[str, TestResult] = {}
+    base_results: dict[str, StoredResult] = {}
+    for n in nodeids:
+        base, cand = rounds[n]
+        cand_payload, base_payload = _last_payload(cand_runs, n), _last_payload(base_runs, n)
+        if cand_payload is not None:
+            results[n] = _pooled_result(cand_payload, _pooled(cand), k)
+        if base_payload is not None:
+            base_results[n] = StoredResult(n, base_payload, _pooled(base))
+
+    comparisons = _compare_all(
+        rounds, [n for n in nodeids if n in results and n in base_results], gate
+    )
+    gate = replace(gate, replay=0)
+    facts = BaselineFacts(
+        label=baseline_label,
+        run_id=None,
+        tags=base_record.tags,
+        target=str(base_record.target.get("name", "")) or None,
+        machine=base_record.machine,
+        samples={n: r.samples_s for n, r in base_results.items()},
+    )
+    context = evidence_context(
+        gate,
+        family_size=max(1, len(results)),
+        baseline=facts,
+        tags=cand_record.tags,
+        layers=layers,
+        target=target,
+        machine=cand_record.machine,
+    )
+    presets = load_presets()
+    records = {}
+    stored: list[StoredResult] = []
+    for n, result in results.items():
+        base, cand = rounds[n]
+        entry = BaselineEntry.of(base_results[n]) if n in base_results else None
+        evidence = evaluate(result, entry, context, target=target)
+        found = comparisons.get(n, {})
+        if found:
+            # The paired comparisons replace the two-run ones; drift across the pooled rounds is
+            # the machine's, which the pairing cancels, so it is not held against the test.
+            evidence = replace(
+                evidence,
+                comparisons={name: c.comparison for name, c in found.items()},
+                margins={name: c.comparison.delta for name, c in found.items()},
+                mde={
+                    name: c.comparison.mde
+                    for name, c in found.items()
+                    if math.isfinite(c.comparison.mde)
+                },
+                drift=None,
+                replay=None,
+                design="paired",
+            )
+            # The roofline placement follows the paired p50 whether or not p50 is gated.
+            p50 = found.get("p50") or paired.compare_paired(
+                base, cand, 0.5, delta=gate.min_effect.get("p50", 0.05), alpha=gate.alpha
+            )
+            evidence = _paired_roofline(evidence, result.measurement.declared, target, p50)
+        counts = {"baseline": tuple(a.size for a in base), "candidate": tuple(a.size for a in cand)}
+        record = test_record(
+            result,
+            evidence,
+            decide_test(evidence),
+            replay_command=replay_command(n),
+            baseline_samples=base_results[n].samples_s if n in base_results else None,
+            presets=presets,
+        )
+        records[n] = replace(
+            record,
+            paired=PairedTest(
+                rounds=k,
+                rounds_used={name: c.rounds_used for name, c in found.items()},
+                ratios={name: c.round_ratios for name, c in found.items()},
+                samples=counts,
+                batch_size={
+                    "baseline": _batch_sizes(base_runs, n),
+                    "candidate": _batch_sizes(cand_runs, n),
+                },
+            ),
+        )
+        payload = result.to_dict(include_samples=False)
+        payload["paired"] = {
+            "rounds": k,
+            "candidate_counts": list(counts["candidate"]),
+            "baseline_counts": list(counts["baseline"]),
+            "baseline_samples_f64_b64": encode_samples(_pooled(base)),
+        }
+        stored.append(StoredResult(n, payload, result.measurement.samples_s))
+
+    document = analyse_run(
+        results,
+        records,
+        baseline=facts,
+        gate=gate,
+        gate_on=gate_on,
+        label=label,
+        tags=cand_record.tags,
+        layers=layers,
+        target=target,
+        machine=cand_record.machine,
+        started=started,
+        finished=finished,
+        paired=True,
+        run_reasons=run_reasons,
+    )
+    return replace(document, run=replace(document.run, rounds=k)), stored
+
+
+def load_paired(store: Store, run_id: int) -> dict[str, PairedSamples]:
+    """Both sides' samples of a stored paired run, split back into rounds.
+
+    :raises StoreError: the run is not a paired run.
+    """
+    run = store.load_run(run_id)
+    if run.record.design != DESIGN:
+        raise StoreError(
+            f"{store.path}: run {run_id} is a {run.record.design!r} run, not a paired run "
+            "(saved by pytest-roofline ab)"
+        )
+    out = {}
+    for nodeid, result in run.results.items():
+        info = result.payload.get("paired") or {}
+        base = decode_samples(str(info.get("baseline_samples_f64_b64", "")))
+        base_counts = [int(c) for c in info.get("baseline_counts") or ()]
+        cand_counts = [int(c) for c in info.get("candidate_counts") or ()]
+        out[nodeid] = PairedSamples(
+            nodeid,
+            tuple(np.split(base, np.cumsum(base_counts)[:-1])) if base_counts else (),
+            tuple(np.split(result.samples_s, np.cumsum(cand_counts)[:-1])) if cand_counts else (),
+        )
+    return out

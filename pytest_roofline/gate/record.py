@@ -1,0 +1,318 @@
+"""Evidence and decision → the run document's record of one test.
+
+The one place typed evidence (:mod:`pytest_roofline.gate.evidence`) and a decision
+(:mod:`pytest_roofline.gate.policy`) become a :class:`~pytest_roofline.model.document.TestRecord`:
+the renderers read that record and nothing else. Pure (no pytest).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from pytest_roofline.errors import ConfigError
+from pytest_roofline.gate.evidence import TestEvidence
+from pytest_roofline.gate.policy import TestDecision
+from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.model.document import (
+    BaselineSummary,
+    BoundChangeRecord,
+    CounterFidelity,
+    CountersRecord,
+    DeclaredRecord,
+    DriftRecord,
+    PlatformCell,
+    PlatformTarget,
+    QualityCheck,
+    QuantileChange,
+    ReplayRecord,
+    RooflineRecord,
+    RunDocument,
+    Series,
+    SlaCheckRecord,
+    SlaRecord,
+    TestRecord,
+)
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.roofline import DEFAULT_PRECISION, DeclaredWork, declared_work
+from pytest_roofline.stats import QuantileComparison
+from pytest_roofline.vocabulary import LATENCY_SLA_KEYS
+
+__all__ = [
+    "SERIES_POINTS",
+    "change_record",
+    "platform_cells",
+    "platform_targets",
+    "test_record",
+    "with_platforms",
+]
+
+SERIES_POINTS = 400
+"""Samples kept per side for the charts: enough for an ECDF and a timeline, small enough for
+1000 tests in one report."""
+
+
+def _series(samples: np.ndarray | None) -> tuple[float, ...] | None:
+    """Samples thinned to at most :data:`SERIES_POINTS`, keeping their order (for the timeline)."""
+    if samples is None:
+        return None
+    if samples.size > SERIES_POINTS:
+        samples = samples[np.linspace(0, samples.size - 1, SERIES_POINTS).round().astype(int)]
+    return tuple(float(x) for x in samples)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def change_record(comparison: QuantileComparison) -> QuantileChange:
+    """One quantile comparison as the document records it."""
+    c = comparison
+    return QuantileChange(
+        quantile=c.quantile,
+        ratio=_finite(c.ratio),
+        ci_low=_finite(c.ci.low),
+        ci_high=_finite(c.ci.high),
+        p_value=_finite(c.p_value),
+        p_adjusted=_finite(c.p_adjusted),
+        verdict=c.verdict,
+        improvement=c.improvement,
+        delta=_finite(c.delta),
+        mde=_finite(c.mde),
+        base_s=_finite(c.base_s),
+        cand_s=_finite(c.cand_s),
+        abs_change_s=_finite(c.abs_change_s),
+        n_base=c.n_base,
+        n_cand=c.n_cand,
+        n_eff_base=_finite(c.n_eff_base),
+        n_eff_cand=_finite(c.n_eff_cand),
+        se_log=_finite(c.se_log),
+        alpha=c.alpha,
+        abs_floor_s=c.abs_floor_s,
+        common_mode=_finite(c.common_mode),
+        reason=c.reason,
+    )
+
+
+def _roofline(e: TestEvidence) -> RooflineRecord | None:
+    point, base, bound = e.point, e.baseline_point, e.bound_change
+    if point is None:
+        return None
+    return RooflineRecord(
+        intensity=_finite(point.intensity),
+        achieved_flops_per_s=point.achieved_flops_per_s,
+        achieved_bytes_per_s=point.achieved_bytes_per_s,
+        attainable_flops_per_s=point.attainable_flops_per_s,
+        efficiency=point.efficiency,
+        bound=point.bound,
+        ridge=point.ridge,
+        precision=point.precision,
+        memory_level=point.memory_level,
+        data_error=point.data_error,
+        note=point.note,
+        baseline_bound=base.bound if base else None,
+        baseline_intensity=_finite(base.intensity) if base else None,
+        baseline_achieved_flops_per_s=base.achieved_flops_per_s if base else None,
+        baseline_efficiency=base.efficiency if base else None,
+        bound_changed=bound.changed if bound else None,
+        bound_change=(
+            BoundChangeRecord(bound.changed, bound.ambiguous, bound.base, bound.cand, bound.reason)
+            if bound
+            else None
+        ),
+        efficiency_ratio=e.efficiency_ratio,
+    )
+
+
+def _fidelity(e: TestEvidence) -> dict[str, CounterFidelity]:
+    return {
+        f.quantity: CounterFidelity(
+            f.status, f.declared_per_call, f.measured_per_call, f.relative_error, f.source, f.note
+        )
+        for f in e.fidelity
+    }
+
+
+def _sla(e: TestEvidence) -> SlaRecord:
+    violations = tuple(c.detail for c in e.sla if c.status in ("breach", "possible breach"))
+    checks = []
+    for c in e.sla:
+        latency = c.key in LATENCY_SLA_KEYS
+        checks.append(
+            SlaCheckRecord(
+                key=c.key,
+                status=c.status,
+                threshold_s=float(c.threshold) if latency else None,
+                estimate_s=float(c.estimate) if latency and c.estimate is not None else None,
+                threshold=None if latency else c.threshold,
+                estimate=None if latency else c.estimate,
+                detail=c.detail,
+            )
+        )
+    return SlaRecord(
+        ok=(not violations) if e.sla else None, violations=violations, checks=tuple(checks)
+    )
+
+
+def platform_cells(
+    work: DeclaredWork | None, presets: Mapping[str, HardwareTarget]
+) -> dict[str, PlatformCell]:
+    """Project declared work onto each preset: the roofline's time per call and the class there.
+
+    Time at the roof = ``max(flops / peak FLOP/s[precision], bytes / peak bytes/s[dram])``, the
+    roofline model's lower bound on one call; the class comes from
+    :meth:`HardwareTarget.place` at that time (efficiency 1, so never ``overhead``). A
+    precision a preset has no roof for gives no time and no class.
+    """
+    if work is None or not (work.flops or work.bytes_moved):
+        return {}
+    cells = {}
+    for name, target in presets.items():
+        peak_flops = target.peak_flops_per_s.get(work.precision or DEFAULT_PRECISION)
+        peak_bytes = target.peak_bytes_per_s.get("dram")
+        times = []
+        if work.flops and peak_flops:
+            times.append(work.flops / peak_flops)
+        if work.bytes_moved and peak_bytes:
+            times.append(work.bytes_moved / peak_bytes)
+        if not times or (work.flops and peak_flops is None):
+            cells[name] = PlatformCell(None, None)
+            continue
+        seconds = max(times)
+        cells[name] = PlatformCell(seconds, target.place(work, seconds).bound)
+    return cells
+
+
+def platform_targets() -> tuple[PlatformTarget, ...]:
+    """The presets that declared work is projected onto (the report's platform matrix)."""
+    return tuple(
+        PlatformTarget(name, t.description, t.peak_bytes_per_s.get("dram"))
+        for name, t in load_presets().items()
+    )
+
+
+def with_platforms(document: RunDocument) -> RunDocument:
+    """``document`` with its platform projection, which a document of 0.1.0 did not record.
+
+    pytest-roofline 0.1.0 projected declared work onto the presets whenever it rendered a
+    report, so its documents are projected here onto this version's presets, as 0.1.0 would
+    have done. Later documents carry the projection they were made with.
+    """
+    if document.run.platforms or document.run.method is not None:
+        return document
+    presets = load_presets()
+    tests = []
+    for test in document.tests:
+        work = None
+        if test.declared is not None:
+            try:
+                work = declared_work(
+                    test.declared.flops,
+                    test.declared.bytes_moved,
+                    test.declared.precision,
+                    where="stored declaration",
+                )
+            except ConfigError:
+                work = None
+        tests.append(replace(test, platforms=platform_cells(work, presets)))
+    return replace(
+        document, run=replace(document.run, platforms=platform_targets()), tests=tuple(tests)
+    )
+
+
+def _declared(work: DeclaredWork | None) -> DeclaredRecord | None:
+    return DeclaredRecord(work.flops, work.bytes_moved, work.precision) if work else None
+
+
+def test_record(
+    result: TestResult,
+    evidence: TestEvidence,
+    decision: TestDecision,
+    *,
+    replay_command: str,
+    baseline_samples: np.ndarray | None,
+    presets: Mapping[str, HardwareTarget],
+) -> TestRecord:
+    """The document's record of one test."""
+    e, measurement = evidence, result.measurement
+    summary, base = e.summary, e.baseline_summary
+    counters = measurement.counters
+    fidelity = _fidelity(e)
+    return TestRecord(
+        nodeid=result.nodeid,
+        slice=result.slice.name if result.slice else None,
+        slice_group=result.slice.group if result.slice else None,
+        source=result.slice.source if result.slice else None,
+        owners=decision.owners,
+        rollback_boundary=decision.rollback_boundary,
+        decision=decision.decision,
+        reasons=decision.reasons,
+        symptom=decision.symptom,
+        mechanism=decision.mechanism,
+        competing_hypotheses=decision.competing_hypotheses,
+        missing_evidence=decision.missing_evidence,
+        first_failing_layer=decision.first_failing_layer,
+        replay_command=replay_command,
+        samples=summary.n,
+        batch_size=measurement.samples.batch_size,
+        stop_reason=measurement.samples.stop_reason,
+        elapsed_s=measurement.samples.elapsed_s,
+        p50_s=summary.p50_s,
+        p95_s=summary.p95_s,
+        p99_s=summary.p99_s,
+        mean_s=summary.mean_s,
+        min_s=summary.min_s,
+        max_s=summary.max_s,
+        baseline=BaselineSummary(base.p50_s, base.p95_s, base.p99_s, base.n) if base else None,
+        change={name: change_record(c) for name, c in e.comparisons.items()} or None,
+        margins=dict(e.margins),
+        mde=dict(e.mde),
+        declared=_declared(measurement.declared),
+        roofline=_roofline(e),
+        counters=(
+            CountersRecord(
+                status=dict(counters.status),
+                values=dict(counters.values),
+                completeness=counters.completeness,
+                cpu_share=counters.cpu_share,
+                wall_s=counters.wall_s,
+                threads=counters.threads,
+                notes=counters.notes,
+                fidelity=fidelity,
+            )
+            if counters is not None
+            else None
+        ),
+        sla=_sla(e),
+        quality={
+            q.name: QualityCheck(q.value, q.baseline, q.higher_is_better, q.tolerance, q.ok)
+            for q in e.quality
+        },
+        missing_quality=e.missing_quality,
+        precision_change=e.precision_change,
+        replay=(
+            ReplayRecord(
+                e.replay.attempted,
+                e.replay.count,
+                e.replay.reproduced,
+                {k: tuple(v) for k, v in e.replay.ratios.items()},
+            )
+            if e.replay
+            else None
+        ),
+        drift=(
+            DriftRecord(e.drift.tau, e.drift.p_value, e.drift.window_change, e.drift.drifting)
+            if e.drift
+            else None
+        ),
+        common_mode_applied=e.common_mode,
+        counter_fidelity=fidelity,
+        layers_changed=e.layers_changed,
+        hardware_differs=e.hardware_differs,
+        series=Series(_series(measurement.samples_s), _series(baseline_samples)),
+        platforms=platform_cells(measurement.declared, presets),
+    )

@@ -1,0 +1,557 @@
+"""The run document: the typed record of one run that every report is rendered from.
+
+It owns its JSON, as pyperf's ``_bench.py`` owns its format: :meth:`RunDocument.to_json` writes
+what ``--roofline-json`` holds and what the store keeps for ``pytest-roofline report``, and
+:meth:`RunDocument.from_json` reads any version of it back (:mod:`pytest_roofline.model.codec`).
+Every key is declared here; nothing else builds or picks apart the JSON. The gate builds a
+document from typed evidence and decisions (:mod:`pytest_roofline.gate.record`,
+:mod:`pytest_roofline.gate.run`); renderers only read it.
+
+Format history. ``schema_version`` changes only when a reader of the old version could
+misread a new document; keys added since are listed here with the release that added them.
+Readers ignore keys they do not know.
+
+* ``schema_version: 1``, pytest-roofline 0.1.0: the first format (DESIGN 2.5); paired runs add
+  ``run.rounds``, ``run.paired`` and ``tests[].paired``.
+* 0.2.0 adds the run's method settings as used (``run.method``: sample floors, absolute floor,
+  ridge band, overhead share, default noise floors) and the platform projection as computed
+  (``run.platforms``, ``tests[].platforms``), so a re-rendered run shows what it used, not what
+  today's library would use. A document without ``run.method`` was made by 0.1.0 and reads as
+  made with its settings (:data:`METHOD_V1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pytest_roofline.model.codec import Record
+from pytest_roofline.vocabulary import LATENCY_SLA_KEYS, BoundClass, Decision, SlaStatus, Verdict
+
+__all__ = [
+    "METHOD_V1",
+    "SCHEMA_VERSION",
+    "BaselineSummary",
+    "BoundChangeRecord",
+    "CommonModeRecord",
+    "CounterFidelity",
+    "CountersRecord",
+    "DeclaredRecord",
+    "DriftRecord",
+    "GateRecord",
+    "MethodRecord",
+    "ObservabilityRecord",
+    "PairedRun",
+    "PairedSide",
+    "PairedTest",
+    "PlatformCell",
+    "PlatformTarget",
+    "ProvenanceRecord",
+    "QualityCheck",
+    "QuantileChange",
+    "ReplayRecord",
+    "RooflineRecord",
+    "RoundTiming",
+    "RunDocument",
+    "RunInfo",
+    "SampleAdequacy",
+    "Series",
+    "SlaCheckRecord",
+    "SlaRecord",
+    "SliceCoverage",
+    "TagChange",
+    "TargetRecord",
+    "TestRecord",
+]
+
+SCHEMA_VERSION = 1
+
+Design = Literal["two-run", "paired"]
+FidelityStatus = Literal["measured", "unmeasured", "undeclared"]
+
+
+# --------------------------------------------------------------------------- per test
+@dataclass(frozen=True, slots=True)
+class QuantileChange(Record):
+    """One quantile of the candidate compared with the baseline (``tests[].change.p95``)."""
+
+    quantile: float | None = None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    # The p-value after the per-test Bonferroni bound (two-run) or BH (paired).
+    p_adjusted: float | None = None
+    # Benjamini-Hochberg across every comparison of the run (reported; the per-test bound decides).
+    p_bh: float | None = None
+    verdict: Verdict | None = None
+    improvement: bool = False
+    delta: float | None = None
+    mde: float | None = None
+    base_s: float | None = None
+    cand_s: float | None = None
+    abs_change_s: float | None = None
+    n_base: int | None = None
+    n_cand: int | None = None
+    n_eff_base: float | None = None
+    n_eff_cand: float | None = None
+    se_log: float | None = None
+    alpha: float | None = None
+    abs_floor_s: float | None = None
+    common_mode: float | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineSummary(Record):
+    """The baseline's quantiles of a test (``tests[].baseline``)."""
+
+    p50_s: float | None = None
+    p95_s: float | None = None
+    p99_s: float | None = None
+    samples: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredRecord(Record):
+    """The work one call declares (``roofline.declare``)."""
+
+    flops: float | None = None
+    bytes_moved: float | None = None
+    precision: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundChangeRecord(Record):
+    changed: bool = False
+    ambiguous: bool = False
+    base: BoundClass = "unknown"
+    cand: BoundClass = "unknown"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineRecord(Record):
+    """The test's place on the roofline, and the baseline's (``tests[].roofline``)."""
+
+    intensity: float | None = None
+    achieved_flops_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    attainable_flops_per_s: float | None = None
+    efficiency: float | None = None
+    bound: BoundClass = "unknown"
+    ridge: float | None = None
+    precision: str | None = None
+    memory_level: str | None = None
+    data_error: str | None = None
+    note: str | None = None
+    baseline_bound: BoundClass | None = None
+    baseline_intensity: float | None = None
+    baseline_achieved_flops_per_s: float | None = None
+    baseline_efficiency: float | None = None
+    bound_changed: bool | None = None
+    bound_change: BoundChangeRecord | None = None
+    efficiency_ratio: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CounterFidelity(Record):
+    """How well counters confirm one declared quantity (``tests[].counter_fidelity.flops``)."""
+
+    status: FidelityStatus | None = None
+    declared_per_call: float | None = None
+    measured_per_call: float | None = None
+    relative_error: float | None = None
+    source: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CountersRecord(Record):
+    """Counter statuses and values read around the sampling (``tests[].counters``)."""
+
+    status: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, float] = field(default_factory=dict)
+    completeness: float | None = None
+    cpu_share: float | None = None
+    wall_s: float | None = None
+    threads: int | None = None
+    notes: tuple[str, ...] = ()
+    fidelity: Mapping[str, CounterFidelity] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SlaCheckRecord(Record):
+    """One SLA key checked. Latency keys write ``threshold_s``/``estimate_s``; ``min_efficiency``
+    and ``bound`` write ``threshold``/``estimate``."""
+
+    key: str | None = None
+    status: SlaStatus | None = None
+    threshold_s: float | None = None
+    estimate_s: float | None = None
+    threshold: float | str | None = None
+    estimate: float | str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        latency = self.key in LATENCY_SLA_KEYS
+        return {
+            "key": self.key,
+            "status": self.status,
+            **(
+                {"threshold_s": self.threshold_s, "estimate_s": self.estimate_s}
+                if latency
+                else {"threshold": self.threshold, "estimate": self.estimate}
+            ),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SlaRecord(Record):
+    """The test's SLA checks; ``ok`` is ``None`` when it has none."""
+
+    ok: bool | None = None
+    violations: tuple[str, ...] = ()
+    checks: tuple[SlaCheckRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QualityCheck(Record):
+    """A quality value against the baseline's; ``ok`` is ``None`` without a baseline value."""
+
+    value: float | None = None
+    baseline: float | None = None
+    higher_is_better: bool | None = None
+    tolerance: float | None = None
+    ok: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRecord(Record):
+    """Whether a first-look regression reproduced when the test was measured again."""
+
+    attempted: bool = False
+    count: int = 0
+    reproduced: bool | None = None
+    ratios: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRecord(Record):
+    """Within-run trend of the samples (Kendall tau, first-to-last window change)."""
+
+    tau: float | None = None
+    p_value: float | None = None
+    window_change: float | None = None
+    drifting: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Series(Record):
+    """Samples thinned for the charts (order kept, for the timeline)."""
+
+    candidate: tuple[float | None, ...] | None = None
+    baseline: tuple[float | None, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PairedTest(Record):
+    """A paired run's per-round facts of one test (``tests[].paired``)."""
+
+    rounds: int | None = None
+    rounds_used: Mapping[str, int] = field(default_factory=dict)
+    ratios: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    samples: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    batch_size: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformCell(Record):
+    """Declared work projected onto one preset: time at the roof and the class there."""
+
+    seconds: float | None = None
+    bound: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TestRecord(Record):
+    """One measured test: what was measured, the evidence and the decision (``tests[]``)."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str = "?"
+    slice: str | None = None
+    slice_group: str | None = None
+    source: str | None = None
+    owners: tuple[str, ...] = ()
+    rollback_boundary: str | None = None
+    decision: Decision | None = None
+    reasons: tuple[str, ...] = ()
+    symptom: str | None = None
+    mechanism: str | None = None
+    competing_hypotheses: tuple[str, ...] = ()
+    missing_evidence: tuple[str, ...] = ()
+    first_failing_layer: str | None = None
+    replay_command: str | None = None
+    samples: int | None = None
+    batch_size: int = 1
+    stop_reason: str | None = None
+    elapsed_s: float | None = None
+    p50_s: float | None = None
+    p95_s: float | None = None
+    p99_s: float | None = None
+    mean_s: float | None = None
+    min_s: float | None = None
+    max_s: float | None = None
+    baseline: BaselineSummary | None = None
+    change: Mapping[str, QuantileChange] | None = None
+    margins: Mapping[str, float] = field(default_factory=dict)
+    mde: Mapping[str, float] = field(default_factory=dict)
+    declared: DeclaredRecord | None = None
+    roofline: RooflineRecord | None = None
+    counters: CountersRecord | None = None
+    sla: SlaRecord = field(default_factory=SlaRecord)
+    quality: Mapping[str, QualityCheck] = field(default_factory=dict)
+    missing_quality: tuple[str, ...] = ()
+    precision_change: tuple[str | None, str | None] | None = None
+    replay: ReplayRecord | None = None
+    drift: DriftRecord | None = None
+    common_mode_applied: float | None = None
+    counter_fidelity: Mapping[str, CounterFidelity] = field(default_factory=dict)
+    layers_changed: tuple[str, ...] = ()
+    hardware_differs: str | None = None
+    series: Series = field(default_factory=Series)
+    paired: PairedTest | None = None
+    platforms: Mapping[str, PlatformCell] = field(default_factory=dict)
+
+    _OMIT_IF_NONE = ("paired",)
+
+    def _derived(self) -> Mapping[str, Any]:
+        return {
+            "owner": ", ".join(self.owners) if self.owners else None,
+            "batched": self.batch_size > 1,
+        }
+
+    def quantile_s(self, name: str) -> float | None:
+        """The candidate's ``p50`` / ``p95`` / ``p99`` in seconds."""
+        return {"p50": self.p50_s, "p95": self.p95_s, "p99": self.p99_s}.get(name)
+
+    def ratio(self, name: str) -> float | None:
+        """Candidate / baseline of a quantile: the gate's estimate when compared, else the ratio
+        of the two summaries."""
+        compared = (self.change or {}).get(name)
+        if compared is not None and compared.ratio is not None:
+            return compared.ratio
+        if self.baseline is None:
+            return None
+        cand = self.quantile_s(name)
+        base = {"p50": self.baseline.p50_s, "p95": self.baseline.p95_s, "p99": self.baseline.p99_s}
+        before = base.get(name)
+        if cand is None or before is None or before <= 0:
+            return None
+        return cand / before
+
+
+# --------------------------------------------------------------------------- per run
+@dataclass(frozen=True, slots=True)
+class TagChange(Record):
+    """A revision tag that differs from the baseline's, and its layer."""
+
+    baseline: str | None = None
+    candidate: str | None = None
+    layer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProvenanceRecord(Record):
+    value: float | None = None
+    unit: str | None = None
+    sparse: bool = False
+    source: str | None = None
+    date: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRecord(Record):
+    """The hardware target's roofs as the run used them."""
+
+    name: str | None = None
+    source: str | None = None
+    description: str | None = None
+    peak_flops_per_s: Mapping[str, float] = field(default_factory=dict)
+    peak_bytes_per_s: Mapping[str, float] = field(default_factory=dict)
+    sparse_peak_flops_per_s: Mapping[str, float] = field(default_factory=dict)
+    provenance: Mapping[str, ProvenanceRecord] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CommonModeRecord(Record):
+    """The run-wide shift of the p50 ratios (and the threshold beyond which it escalates)."""
+
+    factor: float | None = None
+    log_factor: float | None = None
+    n_tests: int | None = None
+    spread: float | None = None
+    threshold: float | None = None
+    applied: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GateRecord(Record):
+    """The ``gate:`` settings and ``--roofline-gate`` as used."""
+
+    alpha: float | None = None
+    min_effect: Mapping[str, float] = field(default_factory=dict)
+    replay: int | None = None
+    gate_on: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MethodRecord(Record):
+    """The method's constants as used (0.2.0): what the report's method notes show."""
+
+    sample_floor: Mapping[str, int] = field(default_factory=dict)
+    abs_floor_s: float | None = None
+    ridge_margin: float | None = None
+    overhead_efficiency: float | None = None
+    default_noise_floor: Mapping[str, float] = field(default_factory=dict)
+
+
+METHOD_V1 = MethodRecord(
+    sample_floor={"p95": 59, "p99": 299},
+    abs_floor_s=1e-7,
+    ridge_margin=0.15,
+    overhead_efficiency=0.2,
+    default_noise_floor={"p50": 0.35, "p95": 0.37, "p99": 0.60},
+)
+"""The settings every run of pytest-roofline 0.1.0 used (its documents record none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformTarget(Record):
+    """A preset the run's declared work was projected onto (0.2.0)."""
+
+    name: str = "?"
+    description: str | None = None
+    dram_bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PairedSide(Record):
+    """Where one side of a paired run came from, as the import probe saw it."""
+
+    tree: str | None = None
+    workdir: str | None = None
+    import_root: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+    python: str | None = None
+    test_files: tuple[str, ...] = ()
+    resolved: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundTiming(Record):
+    round: int | None = None
+    side: str | None = None
+    seconds: float | None = None
+    exit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PairedRun(Record):
+    """How a paired run (``pytest-roofline ab``) was made (``run.paired``)."""
+
+    baseline_ref: str | None = None
+    baseline_commit: str | None = None
+    candidate_commit: str | None = None
+    candidate_dirty: bool | None = None
+    rounds: int | None = None
+    order: tuple[str, ...] = ()
+    budget_s: float | None = None
+    budget_per_round_s: float | None = None
+    setup: str | None = None
+    pytest_args: tuple[str, ...] = ()
+    sides: Mapping[str, PairedSide] = field(default_factory=dict)
+    round_seconds: tuple[RoundTiming, ...] = ()
+    wall_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo(Record):
+    """Run-level facts (``run``)."""
+
+    label: str | None = None
+    baseline_label: str | None = None
+    baseline_run_id: int | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    tag_diff: Mapping[str, TagChange] = field(default_factory=dict)
+    first_failing_layer: str | None = None
+    first_failing_slices: Mapping[str, str] = field(default_factory=dict)
+    target: TargetRecord | None = None
+    machine: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    common_mode: CommonModeRecord | None = None
+    design: Design | None = None
+    gate: GateRecord = field(default_factory=GateRecord)
+    missing_from_baseline: tuple[str, ...] = ()
+    missing_from_candidate: tuple[str, ...] = ()
+    rounds: int | None = None
+    paired: PairedRun | None = None
+    method: MethodRecord | None = None
+    platforms: tuple[PlatformTarget, ...] = ()
+
+    # Only paired runs have these (schema 1 left them out of two-run documents).
+    _OMIT_IF_NONE = ("rounds", "paired")
+
+
+@dataclass(frozen=True, slots=True)
+class SampleAdequacy(Record):
+    p95: float | None = None
+    p99: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SliceCoverage(Record):
+    groups: int | None = None
+    multi_shape: float | None = None
+    production: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObservabilityRecord(Record):
+    """The run's evidence-quality figures, each a share of its measured tests (DESIGN 2.5)."""
+
+    counter_completeness: float | None = None
+    trigger_coverage: float | None = None
+    replay_success_rate: float | None = None
+    sample_adequacy: SampleAdequacy | None = None
+    escape_risk: float | None = None
+    slice_coverage: SliceCoverage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunDocument(Record):
+    """One run: its decision, facts, evidence-quality figures and tests (the JSON document)."""
+
+    schema_version: int = SCHEMA_VERSION
+    decision: Decision | None = None
+    reasons: tuple[str, ...] = ()
+    run: RunInfo = field(default_factory=RunInfo)
+    observability: ObservabilityRecord = field(default_factory=ObservabilityRecord)
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+    tests: tuple[TestRecord, ...] = ()
+
+    @property
+    def method(self) -> MethodRecord:
+        """The method settings the run used (0.1.0's for a document that recorded none)."""
+        return self.run.method if self.run.method is not None else METHOD_V1
+
+    @classmethod
+    def read(cls, data: object) -> RunDocument:
+        """Read a document of any version; anything but a JSON object reads as an empty run."""
+        return cls.from_json(data) if isinstance(data, Mapping) else cls()

@@ -1,0 +1,1 @@
+"""Chart geometry for the HTML report: numbers in, coordinates and text out."""
