@@ -4,5 +4,5 @@ from __future__ import annotations
 
 from pytest_roofline.errors import ConfigError, RooflineError, RooflineWarning, StoreError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 __all__ = ["ConfigError", "RooflineError", "RooflineWarning", "StoreError", "__version__"]

@@ -23,7 +23,7 @@ from pytest_roofline.errors import StoreError
 from pytest_roofline.gate.evidence import GATED_QUANTILES, BaselineEntry, TestEvidence, evaluate
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import test_record
-from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context
+from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
 from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
@@ -215,7 +215,7 @@ def analyse_rounds(
     stored: list[StoredResult] = []
     for n, result in results.items():
         base, cand = rounds[n]
-        entry = BaselineEntry.of(base_results[n]) if n in base_results else None
+        entry = BaselineEntry.of(stored_result(base_results[n])) if n in base_results else None
         evidence = evaluate(result, entry, context, target=target)
         found = comparisons.get(n, {})
         if found:

@@ -17,338 +17,31 @@ or data error, with a message on stderr naming the problem (never a traceback fo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, mapping, pytest_benchmark_run
+from pytest_roofline.cli.commands import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    cmd_ab,
+    cmd_calibrate,
+    cmd_compare,
+    cmd_export,
+    cmd_import,
+    cmd_report,
+    cmd_runs,
+    format_roofs,
+)
+from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, pytest_benchmark_run
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.errors import CliError, RooflineError
-from pytest_roofline.files import write_atomic
-from pytest_roofline.hardware.target import HardwareTarget
-from pytest_roofline.model.document import RunDocument
-from pytest_roofline.store import Store
-from pytest_roofline.units import si
-from pytest_roofline.vocabulary import FAILS_ON, Decision, FailOn, fails_run
+from pytest_roofline.vocabulary import FAILS_ON
 
-__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "main", "pytest_benchmark_run"]
-
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "format_roofs", "main", "pytest_benchmark_run"]
 
 #: The plugin's default store (``--roofline-store``), relative to the current directory here.
 DEFAULT_STORE = DEFAULTS.store
-
-
-# --------------------------------------------------------------------------- helpers
-def _open_store(path: str, *, create: bool = False) -> Store:
-    return Store.open(Path(path), create=create)
-
-
-def _run_id(store: Store, text: str) -> int:
-    """A run id, or the latest run saved under a label."""
-    if text.isdigit():
-        return int(text)
-    ids = store.run_ids(text)
-    if ids:
-        return ids[0]
-    labels = ", ".join(store.labels()) or "none"
-    raise CliError(
-        f"{text!r} is neither a run id nor a label in {store.path} (labels: {labels}); "
-        "list the runs with: pytest-roofline runs --store PATH"
-    )
-
-
-def _write_text(path: str, text: str) -> None:
-    try:
-        write_atomic(Path(path), text)
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _gate_exit(decision: Decision | None, gate: FailOn) -> int:
-    return EXIT_FAIL if fails_run(decision, gate) else EXIT_OK
-
-
-def _summary_lines(document: RunDocument) -> list[str]:
-    """A few lines for the terminal: the decision, counts, and each test that does not ship."""
-    from pytest_roofline.report.format import format_interval, format_ratio
-
-    tests = document.tests
-    counts: dict[str, int] = {}
-    for test in tests:
-        key = test.decision or "undecided"
-        counts[key] = counts.get(key, 0) + 1
-    decision = document.decision
-    tally = ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))
-    lines = [
-        f"decision: {decision.upper() if decision else 'NONE'} ({len(tests)} tests: {tally or 'none'})"
-    ]
-    for test in tests:
-        if test.decision not in ("rollback", "escalate"):
-            continue
-        p95 = (test.change or {}).get("p95")
-        ratio = format_ratio(p95.ratio) if p95 is not None else "no baseline"
-        interval = format_interval(p95.ci_low, p95.ci_high) if p95 is not None else ""
-        owner = ", ".join(test.owners) or "no owner"
-        reason = test.reasons[0] if test.reasons else "no reason given"
-        lines.append(
-            f"  {test.decision.upper()} {test.nodeid}: p95 {ratio} {interval} "
-            f"· {owner} · {reason}".replace("  ·", " ·")
-        )
-    return lines
-
-
-def _render(
-    document: RunDocument, args: argparse.Namespace, *, stored: Mapping[str, Any] | None = None
-) -> None:
-    """Write the outputs asked for (``--html``, ``--markdown``, ``--json``) and say so.
-
-    :param stored: the document as the store holds it: ``--json`` writes it unchanged.
-    """
-    from pytest_roofline.report.html import render_html
-    from pytest_roofline.report.json import render_json
-    from pytest_roofline.report.markdown import render_markdown
-
-    if args.json:
-        text = render_json(document) if stored is None else json.dumps(stored, indent=2) + "\n"
-        _write_text(args.json, text)
-        print(f"wrote JSON to {args.json}")
-    if args.html:
-        _write_text(args.html, render_html(document))
-        print(f"wrote HTML to {args.html}")
-    if args.markdown:
-        _write_text(args.markdown, render_markdown(document, report_path=args.html))
-        print(f"wrote Markdown to {args.markdown}")
-    for line in _summary_lines(document):
-        print(line)
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-# --------------------------------------------------------------------------- subcommands
-def format_roofs(target: HardwareTarget) -> str:
-    """A plain-text table of ``target``'s roofs, ridges and provenance.
-
-    One row per compute roof (with its ridge against DRAM), per bandwidth roof, per sparse
-    peak (marked as never used), and the dispatch floor of measured targets.
-    """
-    lines = [f"hardware target {target.name} ({target.source}): {target.description}".rstrip()]
-    rows: list[tuple[str, str, str, str]] = [("roof", "peak", "ridge vs dram", "source")]
-
-    def origin(key: str) -> str:
-        prov = target.provenance.get(key)
-        if prov is None:
-            return ""
-        text = prov.source + (
-            f" ({prov.date})" if prov.date and prov.date not in prov.source else ""
-        )
-        return f"{text}: {prov.note}" if prov.note else text
-
-    for precision, value in target.peak_flops_per_s.items():
-        unit = "OP/s" if precision.startswith("int") else "FLOP/s"
-        rows.append(
-            (
-                f"compute {precision}",
-                si(value, unit),
-                f"{target.ridge(precision):.3g} FLOP/B",
-                origin(f"flops.{precision}"),
-            )
-        )
-    for level, value in target.peak_bytes_per_s.items():
-        rows.append((f"bandwidth {level}", si(value, "B/s"), "", origin(f"bytes.{level}")))
-    for precision, value in target.sparse_peak_flops_per_s.items():
-        rows.append(
-            (
-                f"sparse {precision} (never a roof)",
-                si(value, "OP/s" if precision.startswith("int") else "FLOP/s"),
-                "",
-                origin(f"sparse_flops.{precision}"),
-            )
-        )
-    floor = target.provenance.get("dispatch_floor")
-    if floor is not None:
-        rows.append(
-            ("dispatch floor", f"{floor.value * 1e6:.3g} us/call", "", origin("dispatch_floor"))
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) for i in range(3)]
-        lines.append(("  " + "  ".join(cells) + "  " + row[3]).rstrip())
-    return "\n".join(lines)
-
-
-def _cmd_runs(args: argparse.Namespace) -> int:
-    with _open_store(args.store) as store:
-        runs = store.list_runs()
-    if args.json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "id": run_id,
-                        "label": record.label,
-                        "started": _iso(record.started),
-                        "tests": n,
-                        "decision": record.summary.get("decision"),
-                        "target": record.target.get("name"),
-                    }
-                    for run_id, record, n in runs
-                ],
-                indent=2,
-            )
-        )
-        return EXIT_OK
-    if not runs:
-        print(f"no runs in {args.store}")
-        return EXIT_OK
-    rows = [("id", "label", "started (UTC)", "tests", "decision", "target")]
-    for run_id, record, n in runs:
-        rows.append(
-            (
-                str(run_id),
-                record.label or "-",
-                _iso(record.started),
-                str(n),
-                str(record.summary.get("decision") or "-"),
-                str(record.target.get("name") or "-"),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    return EXIT_OK
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    with _open_store(args.store) as store:
-        run_id = _run_id(store, args.run)
-        run = store.load_run(run_id)
-    stored = run.record.summary.get("document")
-    if not isinstance(stored, Mapping):
-        raise CliError(
-            f"run {run_id} has no saved report document: it was saved by a pytest-roofline that "
-            "did not keep one, or imported from another tool. Compare it with another run "
-            f"instead: pytest-roofline compare BASE {run_id} --store {args.store} --html OUT"
-        )
-    from pytest_roofline.gate.record import with_platforms
-
-    document = with_platforms(RunDocument.read(stored))
-    _render(document, args, stored=stored)
-    return _gate_exit(document.decision, args.gate)
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from pytest_roofline.gate.compare import compare_stored_runs
-
-    with _open_store(args.store) as store:
-        base_id = _run_id(store, args.base)
-        cand_id = _run_id(store, args.candidate)
-        document = compare_stored_runs(store, base_id, cand_id, gate_on=args.gate)
-    _render(document, args)
-    return _gate_exit(document.decision, args.gate)
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    with _open_store(args.store) as store:
-        document = store.export_run(_run_id(store, args.run))
-    text = json.dumps(document, indent=2, allow_nan=False) + "\n"
-    if args.output:
-        _write_text(args.output, text)
-        print(f"exported run to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return EXIT_OK
-
-
-def _read_json(path: str) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        ) from None
-
-
-def _cmd_import(args: argparse.Namespace) -> int:
-    document = _read_json(args.file)
-    if isinstance(document, Mapping) and document.get("format") == "pytest-roofline-run":
-        if args.label is not None:
-            document = {**document, "run": {**mapping(document.get("run")), "label": args.label}}
-        with _open_store(args.store, create=True) as store:
-            run_id = store.import_run(document, source=args.file)
-        kind = "pytest-roofline run"
-        n = len(document.get("results") or ())
-        label = mapping(document.get("run")).get("label")
-    elif isinstance(document, Mapping) and isinstance(document.get("benchmarks"), list):
-        label = args.label if args.label is not None else BENCHMARK_LABEL
-        record, results = pytest_benchmark_run(document, label=label, source=args.file)
-        with _open_store(args.store, create=True) as store:
-            run_id = store.save_run(record, results)
-        kind = "pytest-benchmark file"
-        n = len(results)
-    else:
-        raise CliError(
-            f"{args.file}: neither a pytest-roofline run export (from 'pytest-roofline export') nor "
-            "a pytest-benchmark JSON file (from 'pytest --benchmark-json=FILE --benchmark-save-data')"
-        )
-    print(
-        f"imported {kind} {args.file} as run {run_id} (label {label!r}, {n} tests) into {args.store}"
-    )
-    return EXIT_OK
-
-
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_roofline.hardware.calibration import host_target
-
-    def warn(message: str) -> None:
-        print(f"warning: {message}", file=sys.stderr)
-
-    with _open_store(args.store, create=True) as store:
-        target = host_target(store, refresh=args.refresh, warn=warn)
-    print(format_roofs(target))
-    return EXIT_OK
-
-
-def _cmd_ab(args: argparse.Namespace) -> int:
-    from pytest_roofline.ab import AbOptions, run_ab
-    from pytest_roofline.units import parse_duration
-
-    budget = parse_duration(args.budget, where="--budget") if args.budget is not None else None
-    options = AbOptions(
-        baseline_ref=args.baseline,
-        pytest_args=tuple(args.pytest_args),
-        rounds=args.rounds,
-        budget_s=budget,
-        setup=args.setup,
-        import_root=args.import_root,
-        baseline_python=args.baseline_python,
-        candidate_python=args.candidate_python,
-        store_path=Path(args.store),
-        label=args.label,
-        gate_on=args.gate,
-    )
-    outcome = run_ab(options, log=lambda line: print(line, file=sys.stderr, flush=True))
-    for warning in outcome.warnings:
-        print(f"pytest-roofline ab: warning: {warning}", file=sys.stderr)
-    if outcome.run_id is not None:
-        print(
-            f"saved the paired run as run {outcome.run_id} ({args.label!r}) in {outcome.store_path}"
-        )
-    _render(outcome.document, args)
-    return _gate_exit(outcome.document.decision, args.gate)
 
 
 # --------------------------------------------------------------------------- parser
@@ -363,8 +56,8 @@ def _store_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
     )
 
 
-def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--html", metavar="OUT", help="write the HTML signoff report")
+def _output_options(parser: argparse.ArgumentParser, *, html: Sequence[str] = ("--html",)) -> None:
+    parser.add_argument(*html, dest="html", metavar="OUT", help="write the HTML signoff report")
     parser.add_argument("--markdown", metavar="OUT", help="write the Markdown summary")
     parser.add_argument("--json", metavar="OUT", help="write the JSON document")
     parser.add_argument(
@@ -384,16 +77,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
-        ("runs", "list the runs in a store", _cmd_runs),
-        ("report", "re-render a stored run's report", _cmd_report),
-        ("compare", "compare two stored runs offline", _cmd_compare),
-        ("export", "write a stored run as JSON", _cmd_export),
-        ("import", "import a run (pytest-roofline export or pytest-benchmark JSON)", _cmd_import),
-        ("calibrate", "measure (or show the cached) roofs of this host", _cmd_calibrate),
+        ("runs", "list the runs in a store", cmd_runs),
+        ("report", "re-render a stored run's report", cmd_report),
+        ("compare", "compare two stored runs offline", cmd_compare),
+        ("export", "write a stored run as JSON", cmd_export),
+        ("import", "import a run (pytest-roofline export or pytest-benchmark JSON)", cmd_import),
+        ("calibrate", "measure (or show the cached) roofs of this host", cmd_calibrate),
         (
             "ab",
             "measure a git revision and the current tree in alternating rounds, and gate",
-            _cmd_ab,
+            cmd_ab,
         ),
     ]
     made = {}
@@ -477,17 +170,7 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
     )
     _store_option(parser, required=False)
     parser.add_argument("--label", default="ab", help="label of the saved paired run (default: ab)")
-    parser.add_argument(
-        "--report", "--html", dest="html", metavar="OUT", help="write the HTML signoff report"
-    )
-    parser.add_argument("--markdown", metavar="OUT", help="write the Markdown summary")
-    parser.add_argument("--json", metavar="OUT", help="write the JSON document")
-    parser.add_argument(
-        "--gate",
-        choices=FAILS_ON,
-        default="rollback",
-        help="which decision exits with status 1 (default: rollback; escalate: rollback and escalate)",
-    )
+    _output_options(parser, html=("--report", "--html"))
     parser.add_argument(
         "pytest_args",
         nargs="*",

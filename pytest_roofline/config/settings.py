@@ -171,14 +171,20 @@ def _positive_int(value: object, *, where: str, minimum: int = 1) -> int:
     return value
 
 
+def _section(value: object, keys: Sequence[str], *, where: str) -> Mapping[str, object]:
+    """A mapping section of ``roofline.yaml`` whose keys are all among ``keys``."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with keys {list(keys)}, got {value!r}")
+    unknown = sorted(str(k) for k in value if k not in keys)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {list(keys)}")
+    return value
+
+
 def _parse_gate(value: object, *, where: str) -> GateSettings:
     if value is None:
         return GateSettings()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: expected a mapping with keys {list(GATE_KEYS)}, got {value!r}")
-    unknown = sorted(str(k) for k in value if k not in GATE_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {list(GATE_KEYS)}")
+    value = _section(value, GATE_KEYS, where=where)
     alpha = value.get("alpha", DEFAULTS.alpha)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ConfigError(
@@ -229,11 +235,7 @@ def parse_ab(value: object, *, where: str) -> AbSettings:
     """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 8, budget: 1s, setup: CMD, import_root: src}``."""
     if value is None:
         return AbSettings()
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: expected a mapping with keys {list(AB_KEYS)}, got {value!r}")
-    unknown = sorted(str(k) for k in value if k not in AB_KEYS)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {list(AB_KEYS)}")
+    value = _section(value, AB_KEYS, where=where)
     defaults = AbSettings()
     rounds = _positive_int(value.get("rounds", defaults.rounds), where=f"{where}.rounds", minimum=3)
     budget = value.get("budget")

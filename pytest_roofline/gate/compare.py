@@ -12,10 +12,10 @@ from pytest_roofline.gate.run import (
     baseline_entries,
     evidence_context,
     judge_test,
+    stored_result,
 )
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import RunDocument
-from pytest_roofline.model.results import TestResult
 from pytest_roofline.store import Baseline, Store
 from pytest_roofline.vocabulary import FailOn
 
@@ -45,10 +45,7 @@ def compare_stored_runs(
     facts = BaselineFacts.of(baseline)
     target = HardwareTarget.from_dict(cand_run.record.target) if cand_run.record.target else None
     record = cand_run.record
-    results = {
-        nodeid: TestResult.from_dict(stored.payload, samples_s=stored.samples_s)
-        for nodeid, stored in cand_run.results.items()
-    }
+    results = {nodeid: stored_result(stored) for nodeid, stored in cand_run.results.items()}
     context = evidence_context(
         gate,
         family_size=len(results),

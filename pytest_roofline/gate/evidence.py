@@ -27,7 +27,6 @@ from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
 from pytest_roofline.model.results import QuantileSummary, TestResult, summarize
 from pytest_roofline.roofline import BoundChange, DeclaredWork, RooflinePoint
-from pytest_roofline.store import StoredResult
 from pytest_roofline.units import format_seconds
 from pytest_roofline.vocabulary import QUANTILES, SlaStatus
 
@@ -86,12 +85,11 @@ class BaselineEntry:
     history_samples: tuple[np.ndarray, ...] = ()
 
     @classmethod
-    def of(cls, stored: StoredResult, history: Sequence[np.ndarray] = ()) -> BaselineEntry:
-        """The entry of a stored result (its samples and declarations) and earlier runs' samples."""
-        result = TestResult.from_dict(stored.payload, samples_s=stored.samples_s)
+    def of(cls, result: TestResult, history: Sequence[np.ndarray] = ()) -> BaselineEntry:
+        """The entry of the baseline's result of a test, and earlier runs' samples."""
         measurement = result.measurement
         return cls(
-            samples_s=stored.samples_s,
+            samples_s=measurement.samples_s,
             declared=measurement.declared,
             quality={q.name: q for q in measurement.quality},
             history_samples=tuple(history),

@@ -7,7 +7,6 @@ the renderers read that record and nothing else. Pure (no pytest).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -20,7 +19,6 @@ from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import (
     BaselineSummary,
-    BoundChangeRecord,
     CounterFidelity,
     CountersRecord,
     DeclaredRecord,
@@ -65,76 +63,31 @@ def _series(samples: np.ndarray | None) -> tuple[float, ...] | None:
     return tuple(float(x) for x in samples)
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def change_record(comparison: QuantileComparison) -> QuantileChange:
     """One quantile comparison as the document records it."""
-    c = comparison
-    return QuantileChange(
-        quantile=c.quantile,
-        ratio=_finite(c.ratio),
-        ci_low=_finite(c.ci.low),
-        ci_high=_finite(c.ci.high),
-        p_value=_finite(c.p_value),
-        p_adjusted=_finite(c.p_adjusted),
-        verdict=c.verdict,
-        improvement=c.improvement,
-        delta=_finite(c.delta),
-        mde=_finite(c.mde),
-        base_s=_finite(c.base_s),
-        cand_s=_finite(c.cand_s),
-        abs_change_s=_finite(c.abs_change_s),
-        n_base=c.n_base,
-        n_cand=c.n_cand,
-        n_eff_base=_finite(c.n_eff_base),
-        n_eff_cand=_finite(c.n_eff_cand),
-        se_log=_finite(c.se_log),
-        alpha=c.alpha,
-        abs_floor_s=c.abs_floor_s,
-        common_mode=_finite(c.common_mode),
-        reason=c.reason,
-    )
+    return QuantileChange.from_json(comparison.to_dict())
 
 
 def _roofline(e: TestEvidence) -> RooflineRecord | None:
     point, base, bound = e.point, e.baseline_point, e.bound_change
     if point is None:
         return None
-    return RooflineRecord(
-        intensity=_finite(point.intensity),
-        achieved_flops_per_s=point.achieved_flops_per_s,
-        achieved_bytes_per_s=point.achieved_bytes_per_s,
-        attainable_flops_per_s=point.attainable_flops_per_s,
-        efficiency=point.efficiency,
-        bound=point.bound,
-        ridge=point.ridge,
-        precision=point.precision,
-        memory_level=point.memory_level,
-        data_error=point.data_error,
-        note=point.note,
-        baseline_bound=base.bound if base else None,
-        baseline_intensity=_finite(base.intensity) if base else None,
-        baseline_achieved_flops_per_s=base.achieved_flops_per_s if base else None,
-        baseline_efficiency=base.efficiency if base else None,
-        bound_changed=bound.changed if bound else None,
-        bound_change=(
-            BoundChangeRecord(bound.changed, bound.ambiguous, bound.base, bound.cand, bound.reason)
-            if bound
-            else None
-        ),
-        efficiency_ratio=e.efficiency_ratio,
+    return RooflineRecord.from_json(
+        {
+            **point.to_dict(),
+            "baseline_bound": base.bound if base else None,
+            "baseline_intensity": base.intensity if base else None,
+            "baseline_achieved_flops_per_s": base.achieved_flops_per_s if base else None,
+            "baseline_efficiency": base.efficiency if base else None,
+            "bound_changed": bound.changed if bound else None,
+            "bound_change": bound.to_dict() if bound else None,
+            "efficiency_ratio": e.efficiency_ratio,
+        }
     )
 
 
 def _fidelity(e: TestEvidence) -> dict[str, CounterFidelity]:
-    return {
-        f.quantity: CounterFidelity(
-            f.status, f.declared_per_call, f.measured_per_call, f.relative_error, f.source, f.note
-        )
-        for f in e.fidelity
-    }
+    return {f.quantity: CounterFidelity.from_json(f.to_dict()) for f in e.fidelity}
 
 
 def _sla(e: TestEvidence) -> SlaRecord:
@@ -274,16 +227,7 @@ def test_record(
         declared=_declared(measurement.declared),
         roofline=_roofline(e),
         counters=(
-            CountersRecord(
-                status=dict(counters.status),
-                values=dict(counters.values),
-                completeness=counters.completeness,
-                cpu_share=counters.cpu_share,
-                wall_s=counters.wall_s,
-                threads=counters.threads,
-                notes=counters.notes,
-                fidelity=fidelity,
-            )
+            replace(CountersRecord.from_json(counters.to_dict()), fidelity=fidelity)
             if counters is not None
             else None
         ),
@@ -304,11 +248,7 @@ def test_record(
             if e.replay
             else None
         ),
-        drift=(
-            DriftRecord(e.drift.tau, e.drift.p_value, e.drift.window_change, e.drift.drifting)
-            if e.drift
-            else None
-        ),
+        drift=DriftRecord.from_json(e.drift.to_dict()) if e.drift else None,
         common_mode_applied=e.common_mode,
         counter_fidelity=fidelity,
         layers_changed=e.layers_changed,

@@ -48,7 +48,7 @@ from pytest_roofline.model.document import (
 )
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DEFAULT_OVERHEAD_EFFICIENCY, DEFAULT_RIDGE_MARGIN
-from pytest_roofline.store import Baseline, StoredRun
+from pytest_roofline.store import Baseline, StoredResult, StoredRun
 from pytest_roofline.vocabulary import QUANTILES, Decision, FailOn
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "low_counter_note",
     "method_record",
     "replay_command",
+    "stored_result",
 ]
 
 # A run-wide shift larger than the p50 run-to-run noise of separate runs (research/noise-here.md)
@@ -126,6 +127,11 @@ def evidence_context(
     )
 
 
+def stored_result(stored: StoredResult) -> TestResult:
+    """A stored test result read back (its payload is :meth:`TestResult.to_dict`'s)."""
+    return TestResult.from_dict(stored.payload, samples_s=stored.samples_s)
+
+
 def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
     """Each test's baseline entry: the latest run's samples, history from earlier runs (oldest first)."""
     if baseline is None:
@@ -133,7 +139,8 @@ def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
     older: list[StoredRun] = list(reversed(baseline.history))
     return {
         nodeid: BaselineEntry.of(
-            stored, [run.results[nodeid].samples_s for run in older if nodeid in run.results]
+            stored_result(stored),
+            [run.results[nodeid].samples_s for run in older if nodeid in run.results],
         )
         for nodeid, stored in baseline.latest.results.items()
     }

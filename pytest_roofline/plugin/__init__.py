@@ -1,58 +1,24 @@
-"""pytest-roofline plugin wiring: options, ini keys, hooks, and the session object's lifecycle.
+"""pytest-roofline plugin wiring: options, hooks, and the session object's lifecycle.
 
-Nothing here measures, decides or renders; see ``session.py`` for what happens during a run.
+Nothing here measures, decides or renders: :mod:`~.options` declares the options,
+:mod:`~.session` is the per-session plugin object, :mod:`~.probe` and :mod:`~.fixtures` are what
+tests use. This package is the only part of pytest-roofline that imports pytest.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
 
 import pytest
 
 from pytest_roofline.config.markers import MARKER_HELP
-from pytest_roofline.config.settings import GATE_CHOICES, build_config
+from pytest_roofline.config.settings import build_config
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.plugin.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
-from pytest_roofline.plugin.session import RooflineSession
+from pytest_roofline.plugin.options import add_options, read_options
+from pytest_roofline.plugin.session import SESSION_KEY, RooflineSession
 
 __all__ = ["SESSION_KEY"]
-
-SESSION_KEY = pytest.StashKey[RooflineSession]()
-
-# (option suffix, ini type, help) for the options whose ini key takes the same value.
-_VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
-    ("config", "PATH", "string", "YAML config (default: roofline.yaml in rootdir if present)."),
-    (
-        "target",
-        "NAME",
-        "string",
-        "Hardware target: a preset, a config target, 'host' (measured here) or 'auto' (default).",
-    ),
-    ("store", "PATH", "string", "Result store (default: .roofline/store.sqlite under rootdir)."),
-    ("save", "LABEL", "string", "Save this run under LABEL (e.g. main)."),
-    (
-        "baseline",
-        "LABEL",
-        "string",
-        "Compare with the latest run saved under LABEL; earlier ones form its history.",
-    ),
-    ("json", "PATH", "string", "Write the run's JSON document to PATH."),
-    ("report", "PATH", "string", "Write the self-contained HTML signoff report to PATH."),
-    (
-        "markdown",
-        "PATH",
-        "string",
-        "Write a Markdown summary (CI step summary, PR comment) to PATH.",
-    ),
-    (
-        "budget",
-        "SECONDS",
-        "string",
-        "Measurement time budget per test, e.g. 0.5 or '2s' (default 0.5 s).",
-    ),
-)
-_TRUE = ("1", "true", "yes", "on")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -62,104 +28,13 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("roofline", "performance roofline gating (pytest-roofline)")
-    group.addoption(
-        "--roofline",
-        action="store_true",
-        default=None,
-        dest="roofline_enabled",
-        help="Measure performance tests and gate on them (off: fixtures call fn once, nothing is recorded).",
-    )
-    parser.addini(
-        "roofline", "Measure and gate as if --roofline were given (true/false).", default=""
-    )
-    for name, metavar, ini_type, text in _VALUE_OPTIONS:
-        group.addoption(
-            f"--roofline-{name}", metavar=metavar, default=None, dest=f"roofline_{name}", help=text
-        )
-        parser.addini(
-            f"roofline_{name}", f"Default for --roofline-{name}: {text}", type=ini_type, default=""
-        )
-    group.addoption(
-        "--roofline-gate",
-        choices=GATE_CHOICES,
-        default=None,
-        dest="roofline_gate",
-        help="Which decisions fail the run: rollback (default), escalate (rollback and escalate), never.",
-    )
-    parser.addini("roofline_gate", "Default for --roofline-gate.", default="")
-    group.addoption(
-        "--roofline-tag",
-        action="append",
-        metavar="KEY=VALUE",
-        default=None,
-        dest="roofline_tags",
-        help="Revision tag for this run (repeatable): dataset, model, runtime or hardware knobs.",
-    )
-    parser.addini(
-        "roofline_tags", "Revision tags, one KEY=VALUE per line.", type="linelist", default=[]
-    )
-    group.addoption(
-        "--roofline-no-summary",
-        action="store_false",
-        default=None,
-        dest="roofline_summary",
-        help="Do not print the roofline section of the terminal summary.",
-    )
-    parser.addini(
-        "roofline_summary", "Print the roofline terminal summary (default true).", default=""
-    )
-    group.addoption(
-        "--roofline-no-counters",
-        action="store_false",
-        default=None,
-        dest="roofline_counters",
-        help="Do not read counters (perf_event, rusage, NVML) around measured tests.",
-    )
-    parser.addini(
-        "roofline_counters", "Read counters around measured tests (default true).", default=""
-    )
-    for key, text in (
-        ("min_samples", "Minimum samples per test, honoured past the budget (default 10)."),
-        ("max_samples", "Maximum samples per test (default 200000)."),
-        ("warmup", "Warm-up time per test before sampling (default 0.05 s)."),
-    ):
-        parser.addini(f"roofline_{key}", text, default="")
-
-
-def _ini_value(config: pytest.Config, name: str) -> Any:
-    value = config.getini(name)
-    return None if value in ("", [], None) else value
-
-
-def _flag(value: Any) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in _TRUE
+    add_options(parser)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
-    cli = {
-        "enabled": config.getoption("roofline_enabled"),
-        "gate": config.getoption("roofline_gate"),
-        "tags": config.getoption("roofline_tags"),
-        "summary": config.getoption("roofline_summary"),
-        "counters": config.getoption("roofline_counters"),
-        **{name: config.getoption(f"roofline_{name}") for name, *_ in _VALUE_OPTIONS},
-    }
-    ini = {
-        "enabled": _flag(_ini_value(config, "roofline")),
-        "gate": _ini_value(config, "roofline_gate"),
-        "tags": _ini_value(config, "roofline_tags"),
-        "summary": _flag(_ini_value(config, "roofline_summary")),
-        "counters": _flag(_ini_value(config, "roofline_counters")),
-        "min_samples": _ini_value(config, "roofline_min_samples"),
-        "max_samples": _ini_value(config, "roofline_max_samples"),
-        "warmup": _ini_value(config, "roofline_warmup"),
-        **{name: _ini_value(config, f"roofline_{name}") for name, *_ in _VALUE_OPTIONS},
-    }
+    cli, ini = read_options(config)
     try:
         settings = build_config(
             rootdir=Path(config.rootpath),

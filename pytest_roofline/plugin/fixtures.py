@@ -7,20 +7,19 @@ import pytest
 from pytest_roofline.config.workload import WorkloadSlice
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.plugin.probe import RooflineProbe
+from pytest_roofline.plugin.session import SESSION_KEY, RooflineSession
 
 __all__ = ["hardware", "roofline", "workload"]
 
 
-def _session(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    from pytest_roofline.plugin import SESSION_KEY
-
+def _session(request: pytest.FixtureRequest) -> RooflineSession:
     return request.config.stash[SESSION_KEY]
 
 
 @pytest.fixture
 def roofline(request: pytest.FixtureRequest) -> RooflineProbe:
     """Measure one callable: ``roofline(fn, *args, **kwargs)`` returns ``fn``'s result."""
-    return _session(request).make_probe(request.node)  # type: ignore[no-any-return]
+    return _session(request).make_probe(request.node)
 
 
 @pytest.fixture
@@ -40,4 +39,4 @@ def hardware(request: pytest.FixtureRequest) -> HardwareTarget:
     target = _session(request).target
     if target is None:
         pytest.skip("no hardware target could be resolved on this machine")
-    return target  # type: ignore[no-any-return]
+    return target

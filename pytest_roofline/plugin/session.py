@@ -50,7 +50,7 @@ from pytest_roofline.revision import collect_tags
 from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
 from pytest_roofline.vocabulary import fails_run
 
-__all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SETTINGS_KEY", "RooflineSession"]
+__all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SESSION_KEY", "SETTINGS_KEY", "RooflineSession"]
 
 SETTINGS_KEY = pytest.StashKey[TestSettings]()
 PROBE_KEY = pytest.StashKey[RooflineProbe]()
@@ -465,3 +465,7 @@ class RooflineSession:
             verbosity=self.config.get_verbosity(),
             files=self._files,
         )
+
+
+SESSION_KEY = pytest.StashKey[RooflineSession]()
+"""Where the session object lives in ``config.stash``."""

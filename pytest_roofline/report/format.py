@@ -19,6 +19,7 @@ __all__ = [
     "format_percent",
     "format_ratio",
     "format_seconds",
+    "review_key",
     "review_order",
     "si",
 ]
@@ -32,9 +33,14 @@ def decision_name(decision: str | None) -> str:
     return decision if decision in DECISION_ORDER[:3] else "undecided"
 
 
+def review_key(test: TestRecord) -> tuple[int, str]:
+    """Sort key of review order: rollback, escalate, ship, undecided; by node id within each."""
+    return DECISION_ORDER.index(decision_name(test.decision)), test.nodeid
+
+
 def review_order(tests: Iterable[TestRecord]) -> list[TestRecord]:
-    """Tests in review order: rollback, escalate, ship, undecided; by node id within each."""
-    return sorted(tests, key=lambda t: (DECISION_ORDER.index(decision_name(t.decision)), t.nodeid))
+    """Tests in review order (:func:`review_key`)."""
+    return sorted(tests, key=review_key)
 
 
 def format_ratio(ratio: float | None) -> str:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from pytest_roofline.model.document import DeclaredRecord, MethodRecord, RunDocument, TestRecord
 from pytest_roofline.report.charts.roofline import PointInput, RooflineChart, roofline_chart
 from pytest_roofline.report.format import (
-    DECISION_ORDER,
     decision_name,
     format_percent,
     format_seconds,
+    review_key,
     si,
 )
 from pytest_roofline.report.html.banner import banner, paired_method
@@ -150,18 +150,10 @@ def _method(method: MethodRecord) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
-def _ordered(tests: Sequence[TestRecord]) -> list[int]:
-    """Row order: rollback, escalate, ship, undecided; by node id within each."""
-    return sorted(
-        range(len(tests)),
-        key=lambda i: (DECISION_ORDER.index(decision_name(tests[i].decision)), tests[i].nodeid),
-    )
-
-
 def build_view(document: RunDocument) -> ReportView:
     """Build the presentation model of ``document`` (exposed for tests; no I/O)."""
     tests = document.tests
-    order = _ordered(tests)
+    order = sorted(range(len(tests)), key=lambda i: review_key(tests[i]))
     memo_ids = {
         i: f"memo-{i}"
         for i in order
