@@ -16,6 +16,7 @@ __all__ = [
     "FAILS_ON",
     "LATENCY_SLA_KEYS",
     "MEMORY_LEVELS",
+    "OUTCOMES",
     "PRECISIONS",
     "QUANTILES",
     "SLA_STATUSES",
@@ -23,6 +24,7 @@ __all__ = [
     "BoundClass",
     "Decision",
     "FailOn",
+    "Outcome",
     "QuantileName",
     "SlaStatus",
     "Verdict",
@@ -34,6 +36,10 @@ DECISIONS: tuple[Decision, ...] = get_args(Decision)
 
 BoundClass: TypeAlias = Literal["compute", "memory", "overhead", "ambiguous", "unknown"]
 BOUND_CLASSES: tuple[BoundClass, ...] = get_args(BoundClass)
+
+Outcome: TypeAlias = Literal["different", "same", "unknown"]
+"""A comparison's three-way outcome (Chromium Pinpoint's DIFFERENT / SAME / UNKNOWN)."""
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 Verdict: TypeAlias = Literal["insufficient", "regression", "suspect", "ok", "not detected"]
 """Per-quantile verdict. An improvement is ``"ok"`` with ``improvement=True``."""

@@ -32,6 +32,7 @@ from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork, bound_change_between, is_positive_finite
 from pytest_roofline.stats import paired
 from pytest_roofline.stats.paired import PairedComparison
+from pytest_roofline.stats.threeway import GateMargin, gate_margin
 from pytest_roofline.store import Store, StoredResult, StoredRun
 from pytest_roofline.vocabulary import QUANTILES, FailOn
 
@@ -47,6 +48,12 @@ class PairedSamples:
     nodeid: str
     baseline: tuple[np.ndarray, ...]
     candidate: tuple[np.ndarray, ...]
+
+
+def paired_margin(gate: GateSettings, name: str) -> GateMargin:
+    """A paired comparison's margin: the user's ``min_effect``; alternation cancels the
+    run-to-run noise a two-run history floor stands for."""
+    return gate_margin(gate.min_effect.get(name, 0.0), 0.0, max_margin=gate.max_margin)
 
 
 def _pooled(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -123,7 +130,7 @@ def _compare_all(
     """Every gated quantile of every compared test, with BH over the whole run."""
     flat = [
         paired.compare_paired(
-            *rounds[n], QUANTILES[name], delta=gate.min_effect.get(name, 0.0), alpha=gate.alpha
+            *rounds[n], QUANTILES[name], delta=paired_margin(gate, name), alpha=gate.alpha
         )
         for n in compared
         for name in GATED_QUANTILES
@@ -224,7 +231,7 @@ def analyse_rounds(
             evidence = replace(
                 evidence,
                 comparisons={name: c.comparison for name, c in found.items()},
-                margins={name: c.comparison.delta for name, c in found.items()},
+                margins={name: paired_margin(gate, name) for name in found},
                 mde={
                     name: c.comparison.mde
                     for name, c in found.items()
@@ -236,7 +243,7 @@ def analyse_rounds(
             )
             # The roofline placement follows the paired p50 whether or not p50 is gated.
             p50 = found.get("p50") or paired.compare_paired(
-                base, cand, 0.5, delta=gate.min_effect.get("p50", 0.05), alpha=gate.alpha
+                base, cand, 0.5, delta=paired_margin(gate, "p50"), alpha=gate.alpha
             )
             evidence = _paired_roofline(evidence, result.measurement.declared, target, p50)
         counts = {"baseline": tuple(a.size for a in base), "candidate": tuple(a.size for a in cand)}

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal, get_args
 
 from pytest_roofline.vocabulary import FailOn
 
-__all__ = ["DEFAULTS", "GateOn"]
+__all__ = ["CONFIRM_CHOICES", "DEFAULTS", "Confirm", "GateOn"]
 
 GateOn = FailOn
+Confirm = Literal["auto", "never"]
+"""``--roofline-confirm``: confirm first-look regressions by paired rounds against the
+baseline's commit where a git worktree of it can be made (``auto``), or never."""
+CONFIRM_CHOICES: tuple[Confirm, ...] = get_args(Confirm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +35,13 @@ class _Defaults:
     min_effect: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"p50": 0.05, "p95": 0.05, "p99": 0.10})
     )
+    # A doubling never passes unseen: a test noisier than x2 between runs is not gated on timing.
+    max_margin: float = 1.0
+    # An UNKNOWN comparison is sampled on past its budget, up to this many times it.
+    unknown_extension: float = 3.0
     replay: int = 1
     history: int = 10
+    confirm: Confirm = "auto"
     gate_on: GateOn = "rollback"
 
 

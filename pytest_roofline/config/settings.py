@@ -16,7 +16,7 @@ from typing import cast
 
 import yaml
 
-from pytest_roofline.config.defaults import DEFAULTS, GateOn
+from pytest_roofline.config.defaults import CONFIRM_CHOICES, DEFAULTS, Confirm, GateOn
 from pytest_roofline.config.markers import MarkerSettings
 from pytest_roofline.config.ownership import OwnerRule, match_owner, parse_owner_rules
 from pytest_roofline.config.sla import SlaSpec, parse_sla
@@ -47,7 +47,15 @@ YAML_KEYS = (
     "target", "targets", "slices", "owners", "sla", "gate", "tags", "layers",
     "budget", "min_samples", "max_samples", "warmup", "store", "counters", "ab",
 )  # fmt: skip
-GATE_KEYS = ("alpha", "min_effect", "replay", "history")
+GATE_KEYS = (
+    "alpha",
+    "min_effect",
+    "max_margin",
+    "unknown_extension",
+    "replay",
+    "history",
+    "confirm",
+)
 AB_KEYS = ("rounds", "budget", "setup", "import_root")
 
 
@@ -61,12 +69,16 @@ DEFAULT_LAYERS: Mapping[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True, slots=True)
 class GateSettings:
-    """How strict the gate is: significance, practical margins per quantile, replays."""
+    """How strict the gate is: significance, margins, how long an UNKNOWN test is sampled,
+    replays, history, and whether first-look regressions are confirmed by paired rounds."""
 
     alpha: float = DEFAULTS.alpha
     min_effect: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULTS.min_effect))
+    max_margin: float = DEFAULTS.max_margin
+    unknown_extension: float = DEFAULTS.unknown_extension
     replay: int = DEFAULTS.replay
     history: int = DEFAULTS.history
+    confirm: Confirm = DEFAULTS.confirm
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,9 +215,38 @@ def _parse_gate(value: object, *, where: str) -> GateSettings:
                     f"{where}.min_effect: unknown quantile {key!r}; valid: p50, p95, p99"
                 )
             min_effect[key] = _parse_fraction(margin, where=f"{where}.min_effect.{key}")
+    max_margin = _parse_fraction(
+        value.get("max_margin", DEFAULTS.max_margin), where=f"{where}.max_margin"
+    )
+    if not max_margin > 0:
+        raise ConfigError(f'{where}.max_margin: expected a positive margin such as "100%", got 0')
+    too_wide = {k: m for k, m in min_effect.items() if m > max_margin}
+    if too_wide:
+        raise ConfigError(
+            f"{where}: min_effect {too_wide} is above max_margin {max_margin:g}: raise "
+            "gate.max_margin or lower gate.min_effect"
+        )
+    extension = value.get("unknown_extension", DEFAULTS.unknown_extension)
+    if (
+        isinstance(extension, bool)
+        or not isinstance(extension, (int, float))
+        or not 1 <= extension <= 100
+    ):
+        raise ConfigError(
+            f"{where}.unknown_extension: expected a factor of the budget from 1 (never sample "
+            f"past the budget) to 100, got {extension!r}"
+        )
+    confirm = value.get("confirm", DEFAULTS.confirm)
+    if confirm not in CONFIRM_CHOICES:
+        raise ConfigError(
+            f"{where}.confirm: expected one of {list(CONFIRM_CHOICES)}, got {confirm!r}"
+        )
     return GateSettings(
         alpha=float(alpha),
         min_effect=min_effect,
+        max_margin=max_margin,
+        unknown_extension=float(extension),
+        confirm=confirm,
         replay=_positive_int(
             value.get("replay", DEFAULTS.replay), where=f"{where}.replay", minimum=0
         ),

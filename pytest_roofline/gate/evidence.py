@@ -4,11 +4,16 @@ Pure (no pytest): it takes a test's result, its baseline entry and the run's con
 statistics (``stats``) and the roofline placement (``hardware`` / ``roofline``), and returns a
 frozen :class:`TestEvidence`. It decides nothing; :mod:`pytest_roofline.gate.policy` does.
 
+Each gated quantile's comparison ends DIFFERENT, SAME or UNKNOWN (DESIGN section 6) against a
+margin that is the largest of ``gate.min_effect`` and the label's history noise floor, capped at
+``gate.max_margin``, and never the test's own detectable effect (:func:`margins`).
+
 Multiplicity. Each test's decision is made as the test finishes (so a rollback fails its own
-test), before the other tests' p-values exist. A regression therefore also needs its p-value
-to pass a Bonferroni bound over the session's comparisons (``p * family < alpha``), which is
-never looser than the Benjamini-Hochberg procedure applied at the end of the run: every test
-rolled back here would also be rejected by BH. BH-adjusted p-values are reported at run level.
+test), before the other tests' p-values exist. DIFFERENT therefore spends ``alpha`` divided over
+the session's comparisons (a Bonferroni bound, never looser than the Benjamini-Hochberg
+procedure applied at the end of the run), and the repeated looks of the sampler spend it over a
+group-sequential boundary (:mod:`pytest_roofline.gate.looks`). BH-adjusted p-values are
+reported at run level.
 """
 
 from __future__ import annotations
@@ -17,23 +22,35 @@ import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
 from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
+from pytest_roofline.gate.looks import final_boundary, session_plan
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
 from pytest_roofline.model.results import QuantileSummary, TestResult, summarize
 from pytest_roofline.roofline import BoundChange, DeclaredWork, RooflinePoint
+from pytest_roofline.stats.sequential import (
+    Estimate,
+    LookBoundary,
+    SequentialPlan,
+    decide_look,
+    detectable_change,
+)
+from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.units import format_seconds
 from pytest_roofline.vocabulary import QUANTILES, SlaStatus
 
 __all__ = [
     "GATED_QUANTILES",
     "BaselineEntry",
+    "Confirmation",
     "EvidenceContext",
+    "HostCheck",
     "QualityOutcome",
     "ReplayOutcome",
     "SlaOutcome",
@@ -67,12 +84,23 @@ class EvidenceContext:
 
     alpha: float = DEFAULTS.alpha
     min_effect: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULTS.min_effect))
+    max_margin: float = DEFAULTS.max_margin
     replay: int = DEFAULTS.replay
     family_size: int = 1
     layers_changed: tuple[str, ...] = ()
     hardware_differs: str | None = None
     baseline_label: str | None = None
     n_boot: int = stats.DEFAULT_N_BOOT
+
+    @property
+    def comparisons(self) -> int:
+        """How many comparisons the session makes: every gated quantile of every test."""
+        return max(1, self.family_size) * len(GATED_QUANTILES)
+
+    @property
+    def plan(self) -> SequentialPlan:
+        """The group-sequential plan of one comparison of this session."""
+        return session_plan(self.alpha, self.comparisons)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -129,6 +157,40 @@ class QualityOutcome:
     ok: bool | None
 
 
+HostState = Literal["quiet", "disturbed", "unread"]
+ConfirmationState = Literal["confirmed", "overturned", "inconclusive", "unavailable"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostCheck:
+    """What the host canary saw around the test's measurement (``measure.canary``).
+
+    ``remeasured`` is set when a first window was disturbed and the test was measured again
+    after the canary recovered; ``state`` is the window the samples come from.
+    """
+
+    state: HostState
+    reason: str
+    remeasured: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Confirmation:
+    """A two-run session's first-look regression, confirmed (or not) by paired rounds.
+
+    ``comparisons`` are the paired comparisons against a worktree of the baseline's commit;
+    ``state`` says what they established: the regression (``confirmed``), that it is not there
+    (``overturned``: SAME), neither (``inconclusive``), or that no paired confirmation could be
+    made (``unavailable``, with ``reason``). ``command`` is the ``pytest-roofline ab``
+    command that settles it by hand.
+    """
+
+    state: ConfirmationState
+    reason: str
+    comparisons: Mapping[str, stats.QuantileComparison] = field(default_factory=dict)
+    command: str | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class TestEvidence:
     """Everything known about one test, for the policy and the reports."""
@@ -142,7 +204,7 @@ class TestEvidence:
     baseline_summary: QuantileSummary | None
     comparisons: Mapping[str, stats.QuantileComparison]
     mde: Mapping[str, float]
-    margins: Mapping[str, float]
+    margins: Mapping[str, GateMargin]
     replay: ReplayOutcome | None
     sla: tuple[SlaOutcome, ...]
     point: RooflinePoint | None
@@ -164,60 +226,88 @@ class TestEvidence:
     fidelity: tuple[Fidelity, ...] = ()
     # "two-run" (separate baseline and candidate runs) or "paired" (alternating rounds, one job)
     design: str = "two-run"
+    host: HostCheck | None = None
+    confirmation: Confirmation | None = None
 
 
-def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, float]:
-    """The practical margin per gated quantile: never below the user's ``min_effect`` nor the
+def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
+    """The margin of each gated quantile: the largest of the user's ``min_effect`` and the
     run-to-run noise the baseline label's history shows for this test (with no history, the
-    documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`)."""
+    documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`), capped at ``gate.max_margin``;
+    a test whose floor exceeds the cap is too noisy to gate here."""
     runs = [*entry.history_samples, entry.samples_s]
     result = {}
     for name in GATED_QUANTILES:
         q = QUANTILES[name]
         per_run = [float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size]
-        floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q))
-        result[name] = stats.effective_delta(context.min_effect.get(name, 0.0), floor)
+        floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q), robust=True)
+        result[name] = stats.gate_margin(
+            context.min_effect.get(name, 0.0), floor, max_margin=context.max_margin
+        )
     return result
+
+
+def _at_look(
+    comparison: stats.QuantileComparison,
+    margin: GateMargin,
+    boundary: LookBoundary,
+    comparisons: int,
+) -> stats.QuantileComparison:
+    """The comparison decided at the look sampling stopped at (``gate.looks``)."""
+    p = comparison.p_value
+    adjusted = min(1.0, p * comparisons) if math.isfinite(p) else math.nan
+    if comparison.verdict == "insufficient" or not math.isfinite(comparison.se_log):
+        return replace(comparison, p_adjusted=adjusted)
+    name = f"p{comparison.quantile * 100:g}"
+    three = decide_look(
+        Estimate.from_comparison(comparison),
+        boundary,
+        margin,
+        base_s=comparison.base_s,
+        abs_floor_s=comparison.abs_floor_s,
+        label=name,
+    )
+    look = (
+        f"look {boundary.look}{', final' if boundary.final else ''}: "
+        f"DIFFERENT at one-sided {boundary.alpha_different:.2g}, SAME at {boundary.alpha_same:.2g}"
+    )
+    return replace(
+        comparison,
+        p_adjusted=adjusted,
+        ci=stats.ConfidenceInterval(three.ci_low, three.ci_high),
+        verdict=three.verdict,
+        outcome=three.outcome,
+        improvement=three.improvement,
+        mde=detectable_change(comparison.se_log, boundary),
+        reason=f"{three.reason} ({look})",
+    )
 
 
 def _compare(
     base: np.ndarray,
     cand: np.ndarray,
-    deltas: Mapping[str, float],
+    gate_margins: Mapping[str, GateMargin],
     context: EvidenceContext,
     nodeid: str,
     salt: int,
+    *,
+    looks: Sequence[float] = (),
+    final: bool = True,
 ) -> dict[str, stats.QuantileComparison]:
+    boundary = final_boundary(context.plan, looks, final=final)
     out = {}
     for index, name in enumerate(GATED_QUANTILES):
         comparison = stats.compare_quantile(
             base,
             cand,
             QUANTILES[name],
-            delta=deltas[name],
+            delta=gate_margins[name],
             alpha=context.alpha,
             n_boot=context.n_boot,
             rng=rng_for(nodeid, salt * 10 + index),
         )
-        out[name] = _bonferroni(comparison, context)
+        out[name] = _at_look(comparison, gate_margins[name], boundary, context.comparisons)
     return out
-
-
-def _bonferroni(
-    comparison: stats.QuantileComparison, context: EvidenceContext
-) -> stats.QuantileComparison:
-    family = max(1, context.family_size) * len(GATED_QUANTILES)
-    p_value = comparison.p_value
-    adjusted = min(1.0, p_value * family) if math.isfinite(p_value) else math.nan
-    if comparison.verdict == "regression" and not adjusted < context.alpha:
-        return replace(
-            comparison,
-            p_adjusted=adjusted,
-            verdict="suspect",
-            reason=f"{comparison.reason}; not significant across the session's {family} comparisons "
-            f"(Bonferroni p = {adjusted:.3g})",
-        )
-    return replace(comparison, p_adjusted=adjusted)
 
 
 def should_replay(
@@ -234,7 +324,7 @@ def should_replay(
     found = _compare(
         entry.samples_s, samples_s / common_mode, margins(entry, context), context, nodeid, salt=0
     )
-    return any(c.verdict == "regression" for c in found.values())
+    return any(c.outcome == "different" for c in found.values())
 
 
 def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[SlaOutcome]:
@@ -404,30 +494,43 @@ def evaluate(
         if samples.size >= stats.n_floor(QUANTILES[name], context.alpha)
     }
     comparisons: dict[str, stats.QuantileComparison] = {}
-    deltas: dict[str, float] = {}
+    gate_margins: dict[str, GateMargin] = {}
     replay: ReplayOutcome | None = None
     baseline_summary = baseline_point = bound = None
     efficiency_ratio = None
     precision_change = None
     if entry is not None and entry.samples_s.size:
         baseline_summary = summarize(entry.samples_s)
-        deltas = margins(entry, context)
+        gate_margins = margins(entry, context)
         # The run-wide shift seen so far is divided out of the candidate before comparing, so a
         # machine that is slower for the whole run does not roll back every test (DESIGN 6);
         # the shift itself is reported and judged at run level.
+        sampled = measurement.samples
         comparisons = _compare(
-            entry.samples_s, samples / common_mode, deltas, context, result.nodeid, salt=0
+            entry.samples_s,
+            samples / common_mode,
+            gate_margins,
+            context,
+            result.nodeid,
+            salt=0,
+            looks=sampled.looks,
+            final=sampled.stop_reason != "decisive",
         )
         if replays:
             replayed = [
                 _compare(
-                    entry.samples_s, r / common_mode, deltas, context, result.nodeid, salt=i + 1
+                    entry.samples_s,
+                    r / common_mode,
+                    gate_margins,
+                    context,
+                    result.nodeid,
+                    salt=i + 1,
                 )
                 for i, r in enumerate(replays)
             ]
-            regressed = [name for name, c in comparisons.items() if c.verdict == "regression"]
+            regressed = [name for name, c in comparisons.items() if c.outcome == "different"]
             reproduced = bool(regressed) and all(
-                any(found[name].verdict == "regression" for name in regressed) for found in replayed
+                any(found[name].outcome == "different" for name in regressed) for found in replayed
             )
             replay = ReplayOutcome(
                 True,
@@ -435,7 +538,7 @@ def evaluate(
                 reproduced,
                 {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
             )
-        elif any(c.verdict == "regression" for c in comparisons.values()) and context.replay > 0:
+        elif any(c.outcome == "different" for c in comparisons.values()) and context.replay > 0:
             replay = ReplayOutcome(False, 0, None)
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
@@ -457,7 +560,7 @@ def evaluate(
         baseline_summary=baseline_summary,
         comparisons=comparisons,
         mde=mde,
-        margins=deltas,
+        margins=gate_margins,
         replay=replay,
         sla=tuple(
             _latency_sla(result, samples, context.alpha)
@@ -467,7 +570,9 @@ def evaluate(
         baseline_point=baseline_point,
         bound_change=bound,
         efficiency_ratio=efficiency_ratio,
-        drift=stats.drift(samples, min_change=_drift_threshold(deltas))
+        drift=stats.drift(
+            samples, min_change=_drift_threshold({k: m.margin for k, m in gate_margins.items()})
+        )
         if samples.size >= 20
         else None,
         quality=quality,

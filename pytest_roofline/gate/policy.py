@@ -2,15 +2,21 @@
 
 Pure (no pytest, no I/O). Per test (DESIGN 7):
 
-* **rollback** — a confirmed p95/p99 regression (reproduced on replay when replay is on), a
-  confident SLA breach, a quality drift beyond tolerance, or an efficiency collapse with a
-  bound-class change; attributable to at most one changed layer.
+* **rollback** — a p50, p95 or p99 regression (DIFFERENT) that the evidence establishes: the
+  host canary quiet during the test, and confirmed by paired rounds against the baseline's
+  commit where that was possible (else beyond the history noise floor and reproduced on
+  replay); a confident SLA breach, a quality drift beyond tolerance, or an efficiency collapse
+  with a bound-class change; attributable to at most one changed layer.
 * **escalate** — evidence that points at a regression without establishing it or without
-  attributing it: a ``suspect`` quantile, drift within the run, a regression that did not
-  reproduce, several changed layers, a baseline from other hardware, a precision change without
-  quality evidence, an SLA that is possibly breached or cannot be assessed (p99 with too few
-  samples), missing counters on a test whose SLA needs them, an ambiguous bound-class change.
-* **ship** — nothing points at a regression and SLAs hold; improvements ship and are noted.
+  attributing it: an UNKNOWN quantile once sampling is done (``suspect`` or ``not detected``),
+  a test too noisy to gate (its history floor above ``gate.max_margin``), a regression seen on
+  a disturbed host, one that did not reproduce or that paired rounds could not settle, drift
+  within the run, several changed layers, a baseline from other hardware, a precision change
+  without quality evidence, an SLA that is possibly breached or cannot be assessed, missing
+  counters on a test whose SLA needs them, an ambiguous bound-class change.
+* **ship** — p50 and every tail quantile with enough samples SAME (or improved), SLAs hold,
+  nothing else points at a regression. UNKNOWN never ships; a tail quantile without enough
+  samples is not assessed and counts as escape risk.
 
 Per run: any rollback → rollback; else any escalate (or a large common-mode shift) → escalate;
 else ship.
@@ -23,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
-from pytest_roofline.stats import CommonMode, QuantileComparison
+from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.units import format_seconds
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
@@ -78,9 +84,7 @@ class RunDecision:
 
 
 def _ci(c: QuantileComparison) -> str:
-    low, high = c.ci.low, c.ci.high
-    interval = f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "[n/a]"
-    return f"x{c.ratio:.3f} {interval}"
+    return f"x{c.ratio:.3f} {_interval(c)}"
 
 
 def first_failing_layer(layers_changed: Sequence[str]) -> str | None:
@@ -133,6 +137,100 @@ def _mechanism(e: TestEvidence) -> tuple[str | None, tuple[str, ...]]:
     return "; ".join(parts), tuple(competing)
 
 
+def _unknown(name: str, c: QuantileComparison, margin: GateMargin | None) -> str:
+    """Why an UNKNOWN comparison escalates (it never ships silently)."""
+    if margin is not None and margin.too_noisy:
+        return (
+            f"{name} {_ci(c)}: too noisy to gate here: the label's history noise floor "
+            f"+{margin.history_floor:.0%} exceeds gate.max_margin +{margin.max_margin:.0%} "
+            "(see the test's history; a paired A/B run can still gate it)"
+        )
+    if c.verdict == "suspect":
+        return f"{name} {_ci(c)} is above the margin +{c.delta:.0%} but not established: {c.reason}"
+    detectable = f"+{c.mde:.0%}" if math.isfinite(c.mde) else "unknown"
+    return (
+        f"{name} {_ci(c)}: UNKNOWN: a change of +{c.delta:.0%} is neither seen nor ruled out "
+        f"after the sampling cap; the smallest change detectable here is {detectable}"
+    )
+
+
+def _regression(
+    e: TestEvidence,
+    name: str,
+    c: QuantileComparison,
+    margin: GateMargin | None,
+    rollback: list[str],
+    escalate: list[str],
+    notes: list[str],
+    missing: list[str],
+) -> None:
+    """Where a DIFFERENT comparison leads: rollback only when the evidence establishes it.
+
+    The host canary must have been quiet during the test (else the slowdown may be the host's);
+    a two-run regression must be confirmed by paired rounds against the baseline's commit where
+    that was possible, or, where not, lie beyond the label's history noise floor and reproduce
+    on replay.
+    """
+    change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
+    text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
+    host, confirmation = e.host, e.confirmation
+    if host is not None and host.state == "disturbed":
+        escalate.append(
+            f"{text}, but the host was disturbed during the test ({host.reason}): a regression "
+            "measured on a disturbed host cannot be rolled back on timing"
+        )
+        missing.append("a measurement on a quiet host")
+        return
+    if confirmation is not None and confirmation.state != "unavailable":
+        paired = confirmation.comparisons.get(name)
+        seen = f"paired x{paired.ratio:.3f} {_interval(paired)}" if paired is not None else "n/a"
+        if confirmation.state == "confirmed":
+            rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
+        elif confirmation.state == "overturned":
+            notes.append(
+                f"{name}: a first look of x{c.ratio:.3f} was not confirmed: paired rounds against "
+                f"the baseline's commit rule out +{c.delta:.0%} ({seen})"
+            )
+        else:
+            escalate.append(
+                f"{text}, but paired rounds against the baseline neither confirm nor rule it out "
+                f"({seen}: {confirmation.reason})"
+            )
+            missing.append("a decisive paired comparison")
+        return
+    if e.replay is not None and e.replay.attempted and not e.replay.reproduced:
+        escalate.append(f"{text}, but it did not reproduce on replay")
+        return
+    if e.replay is not None and not e.replay.attempted:
+        escalate.append(f"{text}, not yet confirmed by a replay")
+        missing.append("replay")
+        return
+    floor = margin.history_floor if margin is not None else 0.0
+    settle = (
+        f"; settle it with {confirmation.command}" if confirmation and confirmation.command else ""
+    )
+    if e.design == "two-run" and not c.ci.low >= 1.0 + floor:
+        escalate.append(
+            f"{text}: not established beyond the label's run-to-run noise floor +{floor:.0%} "
+            f"(lower bound x{c.ci.low:.3f}), and no paired confirmation was possible"
+            + (f" ({confirmation.reason})" if confirmation else "")
+            + settle
+        )
+        missing.append("a paired confirmation against the baseline's commit")
+        return
+    replayed = ", reproduced on replay" if e.replay and e.replay.reproduced else ""
+    rollback.append(
+        text
+        + replayed
+        + (f" (no paired confirmation: {confirmation.reason})" if confirmation else "")
+    )
+
+
+def _interval(c: QuantileComparison) -> str:
+    low, high = c.ci.low, c.ci.high
+    return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "[n/a]"
+
+
 def decide_test(e: TestEvidence) -> TestDecision:
     """Decide one test from its evidence."""
     rollback: list[str] = []
@@ -141,32 +239,22 @@ def decide_test(e: TestEvidence) -> TestDecision:
     missing: list[str] = []
 
     for name, c in e.comparisons.items():
-        if c.verdict == "regression":
-            change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
-            text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
-            if e.replay is not None and e.replay.attempted and not e.replay.reproduced:
-                escalate.append(f"{text}, but it did not reproduce on replay")
-            elif e.replay is not None and not e.replay.attempted:
-                escalate.append(f"{text}, not yet confirmed by a replay")
-                missing.append("replay")
-            else:
-                rollback.append(
-                    text + (", reproduced on replay" if e.replay and e.replay.reproduced else "")
-                )
-        elif c.verdict == "suspect":
-            escalate.append(
-                f"{name} {_ci(c)} is above the margin +{c.delta:.0%} but not established: {c.reason}"
-            )
+        margin = e.margins.get(name)
+        if c.outcome == "different":
+            _regression(e, name, c, margin, rollback, escalate, notes, missing)
         elif c.verdict == "insufficient":
-            notes.append(f"{name}: not compared: {c.reason}")
+            if name == "p50":
+                # The typical call must be SAME for a test to ship (DESIGN section 7).
+                escalate.append(f"p50 could not be compared: {c.reason}")
+                missing.append("samples for the p50 comparison")
+            else:
+                notes.append(f"{name}: not assessed ({c.reason}): counted as escape risk")
+        elif c.outcome == "unknown":
+            escalate.append(_unknown(name, c, margin))
         elif c.improvement:
             notes.append(f"{name} improved {_ci(c)}")
-        elif c.verdict == "ok":
+        else:
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
-        elif c.verdict == "not detected":
-            notes.append(
-                f"{name}: no regression seen; smallest detectable change here is +{c.mde:.0%}"
-            )
 
     for check in e.sla:
         if check.status == "breach":
@@ -190,9 +278,10 @@ def decide_test(e: TestEvidence) -> TestDecision:
         missing.append(f"quality {name}")
 
     if e.bound_change is not None:
-        margin = e.margins.get("p95", 0.05)
+        p95 = e.margins.get("p95")
+        p95_margin = p95.margin if p95 is not None else 0.05
         if e.bound_change.changed:
-            collapsed = e.efficiency_ratio is not None and e.efficiency_ratio < 1 / (1 + margin)
+            collapsed = e.efficiency_ratio is not None and e.efficiency_ratio < 1 / (1 + p95_margin)
             text = f"bound class changed {e.bound_change.base} -> {e.bound_change.cand}"
             if collapsed:
                 rollback.append(f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f})")

@@ -222,7 +222,7 @@ def test_record(
         max_s=summary.max_s,
         baseline=BaselineSummary(base.p50_s, base.p95_s, base.p99_s, base.n) if base else None,
         change={name: change_record(c) for name, c in e.comparisons.items()} or None,
-        margins=dict(e.margins),
+        margins={name: m.margin for name, m in e.margins.items()},
         mde=dict(e.mde),
         declared=_declared(measurement.declared),
         roofline=_roofline(e),

@@ -112,6 +112,7 @@ def evidence_context(
     common = {
         "alpha": gate.alpha,
         "min_effect": gate.min_effect,
+        "max_margin": gate.max_margin,
         "replay": gate.replay,
         "family_size": family_size,
     }

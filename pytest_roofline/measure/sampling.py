@@ -16,15 +16,30 @@ import numpy as np
 
 from pytest_roofline.errors import ConfigError
 
-__all__ = ["Clock", "SampleSet", "Sampler", "SamplingPolicy", "StopReason", "StopRule"]
+__all__ = ["Clock", "Look", "SampleSet", "Sampler", "SamplingPolicy", "StopReason", "StopRule"]
 
 Clock = Callable[[], int]
 """A monotonic clock in integer nanoseconds (``time.perf_counter_ns`` by default)."""
 
-StopRule = Callable[[np.ndarray], "str | None"]
-"""Given the per-call samples so far (seconds), return why sampling may stop now, or ``None``."""
 
-StopReason = Literal["budget", "decisive", "max_samples"]
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What a stop rule says at one look: may sampling stop, and the look's information.
+
+    ``information`` is the look's information fraction when the rule is a group-sequential
+    one (recorded in :attr:`SampleSet.looks`, so the final comparison uses the same boundary).
+    """
+
+    decided: bool
+    information: float | None = None
+
+
+StopRule = Callable[[np.ndarray, float], "Look | str | None"]
+"""Given the per-call samples so far (seconds) and the share of the longest allowed sampling
+time spent (``progress``: 1 at the cap), say whether sampling may stop: a :class:`Look`, or a
+reason (``str``) to stop now, or ``None`` to go on."""
+
+StopReason = Literal["budget", "decisive", "max_samples", "cap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +47,9 @@ class SamplingPolicy:
     """How long and how finely to sample one test.
 
     ``budget_s`` bounds the sampling phase (warm-up comes first and is bounded by ``warmup_s``);
-    ``min_samples`` is honoured even past the budget so every test yields a distribution.
+    ``min_samples`` is honoured even past the budget so every test yields a distribution. While
+    the stop rule says the comparison is still undecided (UNKNOWN), sampling goes on past the
+    budget up to ``max_extension`` times it (the cap; stop reason ``"cap"``).
     Calls shorter than ``min_sample_s`` are batched so the clock's own cost and resolution stay
     well below the quantity measured.
     """
@@ -44,11 +61,18 @@ class SamplingPolicy:
     # ~20 µs per sample keeps perf_counter_ns overhead (~50-100 ns) under 0.5% of each sample.
     min_sample_s: float = 20e-6
     max_batch: int = 1_000_000
+    # How far past the budget an undecided test is sampled (1: never).
+    max_extension: float = 1.0
     # The stop rule is consulted on a geometric schedule (first at ``check_every`` samples, then
     # every ~25% more), so its cost stays a small share of sampling however long the test runs.
     check_every: int = 50
 
     def __post_init__(self) -> None:
+        if not (math.isfinite(self.max_extension) and self.max_extension >= 1):
+            raise ConfigError(
+                f"sampling policy: max_extension must be a finite factor >= 1, "
+                f"got {self.max_extension!r}"
+            )
         for name in ("budget_s", "warmup_s", "min_sample_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -73,6 +97,8 @@ class SampleSet:
     stop_reason: str
     elapsed_s: float
     synced: bool
+    # Information fraction of each look of a group-sequential stop rule, in order.
+    looks: tuple[float, ...] = ()
 
     @property
     def batched(self) -> bool:
@@ -168,11 +194,23 @@ class Sampler:
         if on_start is not None:
             on_start()
         samples: list[float] = []
+        looks: list[float] = []
         budget_ns = policy.budget_s * 1e9
+        cap_ns = budget_ns * (policy.max_extension if self._stop_rule is not None else 1.0)
         reason: StopReason = "budget"
         next_check = policy.check_every
         begin = clock()
         run_batch = _batch_runner(fn, args, kwargs)
+
+        def decided(now: int) -> bool:
+            assert self._stop_rule is not None
+            said = self._stop_rule(np.asarray(samples), (now - begin) / cap_ns if cap_ns else 1.0)
+            if isinstance(said, Look):
+                if said.information is not None:
+                    looks.append(said.information)
+                return said.decided
+            return said is not None
+
         while True:
             start = clock()
             result = run_batch(batch)
@@ -186,12 +224,16 @@ class Sampler:
                 break
             if count < policy.min_samples:
                 continue
-            if end - begin >= budget_ns:
+            if end - begin >= cap_ns:
+                reason = "cap" if cap_ns > budget_ns else "budget"
+                break
+            at_check = self._stop_rule is not None and count >= next_check
+            if end - begin >= budget_ns and cap_ns <= budget_ns:
                 reason = "budget"
                 break
-            if self._stop_rule is not None and count >= next_check:
+            if at_check:
                 next_check = max(count + policy.check_every, int(count * 1.25))
-                if self._stop_rule(np.asarray(samples)) is not None:
+                if decided(end):
                     reason = "decisive"
                     break
         sample_set = SampleSet(
@@ -202,6 +244,7 @@ class Sampler:
             stop_reason=reason,
             elapsed_s=(clock() - begin) / 1e9,
             synced=sync is not None,
+            looks=tuple(looks),
         )
         return result, sample_set
 

@@ -13,7 +13,9 @@ Readers ignore keys they do not know.
 
 * ``schema_version: 1``, pytest-roofline 0.1.0: the first format (the DESIGN document, section 2.5); paired runs add
   ``run.rounds``, ``run.paired`` and ``tests[].paired``.
-* 0.2.0 adds the run's method settings as used (``run.method``: sample floors, absolute floor,
+* 0.2.0 adds each comparison's three-way ``outcome`` (``different`` / ``same`` / ``unknown``),
+  ``margin`` (the same value as ``delta``) and ``margin_source`` (``min_effect``, ``history``
+  or ``cap``), and the run's method settings as used (``run.method``: sample floors, absolute floor,
   ridge band, overhead share, default noise floors) and the platform projection as computed
   (``run.platforms``, ``tests[].platforms``), so a re-rendered run shows what it used, not what
   today's library would use. A document without ``run.method`` was made by 0.1.0 and reads as
@@ -27,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_roofline.model.codec import Record
-from pytest_roofline.vocabulary import LATENCY_SLA_KEYS, BoundClass, Decision, SlaStatus, Verdict
+from pytest_roofline.vocabulary import (
+    LATENCY_SLA_KEYS,
+    BoundClass,
+    Decision,
+    Outcome,
+    SlaStatus,
+    Verdict,
+)
 
 __all__ = [
     "METHOD_V1",
@@ -101,6 +110,13 @@ class QuantileChange(Record):
     abs_floor_s: float | None = None
     common_mode: float | None = None
     reason: str | None = None
+    # 0.2.0: the three-way outcome and where the margin (``delta``) came from.
+    outcome: Outcome | None = None
+    margin_source: str | None = None
+
+    def _derived(self) -> Mapping[str, Any]:
+        # DESIGN 2.5 names the margin "margin"; 0.1.0 wrote it as "delta" (both are kept).
+        return {"margin": self.delta}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolv
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
+from pytest_roofline.gate.looks import TwoRunStop
 from pytest_roofline.gate.run import (
     BaselineFacts,
     analyse_run,
@@ -50,7 +52,15 @@ from pytest_roofline.revision import collect_tags
 from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
 from pytest_roofline.vocabulary import fails_run
 
-__all__ = ["PROBE_KEY", "REPORT_ATTRIBUTE", "SESSION_KEY", "SETTINGS_KEY", "RooflineSession"]
+__all__ = [
+    "PROBE_KEY",
+    "REPORT_ATTRIBUTE",
+    "SESSION_KEY",
+    "SETTINGS_KEY",
+    "WINDOW_KEY",
+    "RooflineSession",
+    "SamplingWindow",
+]
 
 SETTINGS_KEY = pytest.StashKey[TestSettings]()
 PROBE_KEY = pytest.StashKey[RooflineProbe]()
@@ -60,6 +70,24 @@ REPORT_ATTRIBUTE = "roofline"
 _WORKLOAD = "workload"
 # The median of fewer earlier tests is too close to any one of them to stand for "the run".
 MIN_TESTS_FOR_RUNNING_COMMON_MODE = 3
+
+
+# -- paired-mode windows (pytest_roofline.plugin.ab_worker) ------------------------------------
+@dataclass(frozen=True, slots=True)
+class SamplingWindow:
+    """One short measurement window of a persistent paired-mode worker.
+
+    The worker puts it in the item's stash before each run of the test. It replaces the test's
+    budget and warm-up; the early-stop rule and replays are off (both sides' windows must last
+    the same time, and the controller compares, not the worker), and so is the per-test record
+    (no baseline in a worker; it would cost every window an analysis).
+    """
+
+    budget_s: float
+    warmup_s: float
+
+
+WINDOW_KEY = pytest.StashKey[SamplingWindow]()
 
 
 def _text(path: Path | None) -> str | None:
@@ -186,15 +214,21 @@ class RooflineSession:
         return self._counters
 
     def _stop_rule(self, entry: BaselineEntry | None) -> StopRule:
-        """Stop sampling once p95 and p99 are decisive (tight, or clearly above/below the margin)."""
-        baseline = entry.samples_s if entry is not None else None
-        deltas = None
-        if entry is not None:
-            gated = margins(entry, self.context)
-            deltas = {0.95: gated["p95"], 0.99: gated["p99"]}
+        """When sampling may stop: with a baseline, once every gated quantile is decided
+        (group-sequential looks, :class:`gate.looks.TwoRunStop`); without one, once the p95
+        and p99 intervals are tight."""
+        if entry is not None and entry.samples_s.size:
+            return TwoRunStop(
+                entry.samples_s,
+                margins(entry, self.context),
+                self.context.plan,
+                alpha=self.context.alpha,
+                common_mode=self.running_common_mode,
+                budget_share=1.0 / self.settings.gate.unknown_extension,
+            )
 
-        def rule(samples: np.ndarray) -> str | None:
-            state = stats.sampling_decisive(samples, baseline=baseline, deltas=deltas)
+        def rule(samples: np.ndarray, progress: float) -> str | None:
+            state = stats.sampling_decisive(samples)
             return state.reason if state.decisive else None
 
         return rule
@@ -226,18 +260,20 @@ class RooflineSession:
         test = item.stash.get(SETTINGS_KEY, None) or resolve_test(self.settings, None, item.nodeid)
         sampler = None
         replays_for = None
+        window = item.stash.get(WINDOW_KEY, None)
         if self.settings.enabled:
             entry = self._entries.get(item.nodeid)
             clock = self.config.hook.pytest_roofline_clock(config=self.config)
             policy = SamplingPolicy(
-                budget_s=test.budget_s,
+                budget_s=test.budget_s if window is None else window.budget_s,
                 min_samples=self.settings.min_samples,
                 max_samples=self.settings.max_samples,
-                warmup_s=self.settings.warmup_s,
+                warmup_s=self.settings.warmup_s if window is None else window.warmup_s,
+                max_extension=self.settings.gate.unknown_extension if entry is not None else 1.0,
             )
-            stop_rule = self._stop_rule(entry)
+            stop_rule = self._stop_rule(entry) if window is None else None
             sampler = Sampler(policy, clock=clock or time.perf_counter_ns, stop_rule=stop_rule)
-            if entry is not None and self.context.replay > 0:
+            if window is None and entry is not None and self.context.replay > 0:
                 replays_for = partial(self._replays_for, entry=entry, nodeid=item.nodeid)
         probe = RooflineProbe(
             nodeid=item.nodeid,
@@ -329,6 +365,10 @@ class RooflineSession:
             precision=test.precision,
             measurement=measurement,
         )
+        if item.stash.get(WINDOW_KEY, None) is not None:
+            # A paired worker's window: the controller compares the windows; no record here.
+            setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "record": None})
+            return report
         entry = self._entries.get(item.nodeid)
         record = judge_test(
             result,
@@ -350,6 +390,8 @@ class RooflineSession:
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if not self.is_controller or report.when != "call" or not isinstance(data, dict):
             return
+        if data["record"] is None:
+            return  # a paired worker's window (SamplingWindow): not part of this run's document
         self.results[report.nodeid] = TestResult.from_dict(data["result"])
         self.records[report.nodeid] = TestRecord.from_json(data["record"])
 

@@ -8,14 +8,15 @@ and the valid form; randomness comes in as ``rng``; degenerate data gives NaN an
 :class:`~pytest_roofline.errors.RooflineWarning`, never an exception. Durations are seconds.
 
 Modules: :mod:`~.quantiles` (one sample's quantiles and floors), :mod:`~.compare` (two runs),
-:mod:`~.paired` (alternating rounds), :mod:`~.margins` (noise floors), :mod:`~.run` (across a
-run), :mod:`~.within` (drift, SLAs, when to stop sampling).
+:mod:`~.paired` (alternating rounds), :mod:`~.threeway` (DIFFERENT / SAME / UNKNOWN and the
+margin), :mod:`~.sequential` (repeated looks), :mod:`~.margins` (noise floors), :mod:`~.run`
+(across a run), :mod:`~.within` (drift, SLAs, when to stop sampling), :mod:`~.changepoint`
+(steps in a label's history).
 """
 
 from pytest_roofline.stats.compare import (
     ABS_FLOOR_S,
     DEFAULT_N_BOOT,
-    classify,
     compare_quantile,
     minimum_detectable_effect,
 )
@@ -35,7 +36,14 @@ from pytest_roofline.stats.results import (
     SlaCheck,
 )
 from pytest_roofline.stats.run import apply_bh, bh_adjust, common_mode
-from pytest_roofline.stats.within import DEFAULT_REL_HALFWIDTH, drift, sampling_decisive, sla_check
+from pytest_roofline.stats.threeway import GateMargin, classify_three_way, gate_margin
+from pytest_roofline.stats.within import (
+    DEFAULT_REL_HALFWIDTH,
+    drift,
+    log_quantile_estimate,
+    sampling_decisive,
+    sla_check,
+)
 from pytest_roofline.vocabulary import SlaStatus, Verdict
 
 __all__ = [
@@ -48,6 +56,7 @@ __all__ = [
     "CommonMode",
     "ConfidenceInterval",
     "Drift",
+    "GateMargin",
     "QuantileComparison",
     "SamplingState",
     "SlaCheck",
@@ -55,13 +64,15 @@ __all__ = [
     "Verdict",
     "apply_bh",
     "bh_adjust",
-    "classify",
+    "classify_three_way",
     "common_mode",
     "compare_quantile",
     "default_noise_floor",
     "drift",
     "effective_delta",
+    "gate_margin",
     "hd_quantiles",
+    "log_quantile_estimate",
     "minimum_detectable_effect",
     "n_floor",
     "noise_floor",

@@ -19,6 +19,7 @@ from pytest_roofline.stats.quantiles import (
     tau_many,
 )
 from pytest_roofline.stats.results import ConfidenceInterval, QuantileComparison
+from pytest_roofline.stats.threeway import GateMargin, Outcome, as_margin, classify_three_way
 from pytest_roofline.stats.validate import (
     FloatArray,
     alpha_iv,
@@ -37,7 +38,6 @@ __all__ = [
     "ABS_FLOOR_S",
     "DEFAULT_N_BOOT",
     "POWER",
-    "classify",
     "compare_quantile",
     "minimum_detectable_effect",
 ]
@@ -107,53 +107,15 @@ class _Side:
         return out
 
 
-def classify(
-    *,
-    q: float,
-    ratio: float,
-    low: float,
-    high: float,
-    delta: float,
-    mde: float,
-    base_s: float,
-    abs_change_s: float,
-    abs_floor_s: float,
-) -> tuple[Verdict, bool, str]:
-    """The DESIGN section 6 verdict of a comparison that has enough samples."""
-    margin = 1.0 + delta
-    head = f"{qname(q)} x{ratio:.3g} [{low:.3g}, {high:.3g}]"
-    big_enough = abs(abs_change_s) >= abs_floor_s
-    if ratio >= margin and big_enough:
-        if low > 1.0:
-            return "regression", False, f"{head} >= 1+delta = {margin:.3g}; the interval excludes 1"
-        return (
-            "suspect",
-            False,
-            f"{head} >= 1+delta = {margin:.3g}; the interval does not exclude 1",
-        )
-    if high < margin or base_s * (high - 1.0) < abs_floor_s:
-        if high < 1.0 and ratio <= 1.0 / margin and big_enough:
-            return "ok", True, f"{head}: improved by more than delta = {delta:.1%}"
-        if high < margin:
-            return "ok", False, f"{head}: a change of delta = {delta:.1%} is ruled out"
-        return "ok", False, f"{head}: any change is below the absolute floor {abs_floor_s:.3g} s"
-    if ratio >= margin:
-        why = f"the change {abs_change_s:.3g} s is below the absolute floor {abs_floor_s:.3g} s"
-    else:
-        why = f"a change of delta = {delta:.1%} is neither seen nor ruled out (MDE {mde:.1%})"
-    return "not detected", False, f"{head}: {why}"
-
-
 def _compare_core(
     bases: Sequence[FloatArray],
     cands: Sequence[FloatArray],
     q: float,
     *,
-    deltas: FloatArray,
+    margin: GateMargin,
     alpha: float,
-    abs_floors: FloatArray,
+    abs_floor_s: float,
     n_boot: int,
-    mde_floor: bool,
     gens: Sequence[np.random.Generator],
 ) -> list[QuantileComparison]:
     k = len(bases)
@@ -187,7 +149,6 @@ def _compare_core(
         (bside.estimable & (bside.n_eff_opt < floor))
         | (cside.estimable & (cside.n_eff_opt < floor))
     )
-    used_delta = np.where(mde_floor & np.isfinite(mde), np.maximum(deltas, mde), deltas)
     name = qname(q)
     results: list[QuantileComparison] = []
     n_degenerate = 0
@@ -196,14 +157,13 @@ def _compare_core(
         r = float(ratio[i]) if np.isfinite(ratio[i]) else math.nan
         abs_change = cand_s - base_s
         improvement = False
+        outcome: Outcome = "unknown"
         if degenerate[i]:
             ci = ConfidenceInterval(math.nan, math.nan)
             p_i = mde_i = se_i = math.nan
-            delta_i = float(deltas[i])
         else:
             ci = ConfidenceInterval(float(math.exp(lo[i])), float(math.exp(hi[i])))
             p_i, mde_i, se_i = float(p[i]), float(mde[i]), float(sd[i])
-            delta_i = float(used_delta[i])
         verdict: Verdict
         if few[i]:
             verdict = "insufficient"
@@ -222,17 +182,11 @@ def _compare_core(
                 f"< {floor} (autocorrelated samples)"
             )
         else:
-            verdict, improvement, reason = classify(
-                q=q,
-                ratio=r,
-                low=ci.low,
-                high=ci.high,
-                delta=delta_i,
-                mde=mde_i,
-                base_s=base_s,
-                abs_change_s=abs_change,
-                abs_floor_s=float(abs_floors[i]),
+            three = classify_three_way(
+                r, ci.low, ci.high, margin, base_s=base_s, abs_floor_s=abs_floor_s, label=name
             )
+            verdict, improvement, outcome = three.verdict, three.improvement, three.outcome
+            reason = three.reason
         results.append(
             QuantileComparison(
                 quantile=q,
@@ -242,7 +196,7 @@ def _compare_core(
                 p_adjusted=math.nan,
                 verdict=verdict,
                 improvement=improvement,
-                delta=delta_i,
+                delta=margin.margin,
                 mde=mde_i,
                 base_s=base_s,
                 cand_s=cand_s,
@@ -253,9 +207,11 @@ def _compare_core(
                 n_eff_cand=float(cside.n_eff[i]),
                 se_log=se_i,
                 alpha=alpha,
-                abs_floor_s=float(abs_floors[i]),
+                abs_floor_s=abs_floor_s,
                 common_mode=1.0,
                 reason=reason,
+                outcome=outcome,
+                margin_source=margin.source,
             )
         )
     if n_degenerate:
@@ -271,11 +227,10 @@ def compare_quantile(
     cand: npt.ArrayLike,
     q: float,
     *,
-    delta: float,
+    delta: float | GateMargin,
     alpha: float = DEFAULT_ALPHA,
     abs_floor_s: float = ABS_FLOOR_S,
     n_boot: int = DEFAULT_N_BOOT,
-    mde_floor: bool = True,
     rng: np.random.Generator,
 ) -> QuantileComparison:
     """Compare one quantile of a candidate run with a baseline run.
@@ -284,23 +239,20 @@ def compare_quantile(
     ``log Q_cand - log Q_base``, drawn with the order-statistic bootstrap: the ``k``-th order
     statistic of a resample is ``x_(ceil(n U))`` with ``U ~ Beta(q (m + 1), (1 - q)(m + 1))``,
     so each side costs O(B) after one sort, and ``m`` (the effective sample size of the tail
-    indicator, :func:`effective_sample_size`) widens the interval for autocorrelated samples.
-    Each bound is one-sided at ``alpha``.
+    indicator) widens the interval for autocorrelated samples. Each bound is one-sided at
+    ``alpha``.
 
-    Verdict (DESIGN section 6), with ``delta`` raised to the comparison's own minimum detectable
-    effect when ``mde_floor`` is true:
-
-    * ``insufficient``: either side has fewer than :func:`n_floor` samples, or its effective
-      sample size is below the floor even after allowing for estimation noise (checked when at
-      least 20 samples lie beyond the quantile, so that the autocorrelation is estimable), or
-      the samples are degenerate;
-    * ``regression``: lower bound > 1, ratio >= 1 + delta and ``|cand - base| >= abs_floor_s``;
-    * ``suspect``: ratio >= 1 + delta (and above the absolute floor) but the interval does not
-      exclude 1;
-    * ``ok``: upper bound < 1 + delta, or even the upper bound's absolute change is below
-      ``abs_floor_s``; ``improvement`` is set when the upper bound is < 1, the ratio
-      <= 1 / (1 + delta) and the change is above the absolute floor;
-    * ``not detected``: anything else (no regression seen, none ruled out).
+    Outcome and verdict (DESIGN section 6, :func:`~pytest_roofline.stats.threeway.classify_three_way`):
+    ``insufficient`` (UNKNOWN) when either side has fewer than :func:`n_floor` samples, or its
+    effective sample size is below the floor even after allowing for estimation noise (checked
+    when at least 20 samples lie beyond the quantile, so that the autocorrelation is
+    estimable), or the samples are degenerate; otherwise DIFFERENT (``regression``: lower bound
+    > 1, ratio >= 1 + margin, change above ``abs_floor_s``), SAME (``ok``: upper bound < 1 +
+    margin, with ``improvement`` when clearly faster) or UNKNOWN (``suspect`` above the margin,
+    ``not detected`` below it). The margin is ``delta``, never this comparison's own minimum
+    detectable effect: a margin that grows with the noise lets anything pass. A
+    :class:`~pytest_roofline.stats.threeway.GateMargin` also carries where the margin came
+    from and whether the test is too noisy to gate.
 
     Parameters
     ----------
@@ -308,17 +260,15 @@ def compare_quantile(
         Durations in seconds, in the order measured (the order matters for the ESS).
     q : float
         Quantile in (0, 1), e.g. 0.95.
-    delta : float
-        Relative margin (``0.05`` = 5%): usually :func:`effective_delta` of the configured
-        minimum effect and the history noise floor.
+    delta : float or GateMargin
+        Relative margin (``0.05`` = 5%): usually :func:`~pytest_roofline.stats.threeway.gate_margin`
+        of the configured minimum effect and the history noise floor.
     alpha : float, optional
         One-sided level of each bound and of the p-value.
     abs_floor_s : float, optional
         Smallest absolute change in seconds that can count as a regression.
     n_boot : int, optional
         Bootstrap draws per side (at least 100).
-    mde_floor : bool, optional
-        Use ``max(delta, mde)`` as the margin (DESIGN: delta is never below the test's MDE).
     rng : numpy.random.Generator
         Source of the bootstrap draws (base first, then candidate).
 
@@ -363,22 +313,14 @@ def compare_quantile(
     """
     q = quantile_iv(q)
     alpha = alpha_iv(alpha)
-    delta = nonneg_iv(delta, "delta")
+    margin = as_margin(delta)
     abs_floor_s = nonneg_iv(abs_floor_s, "abs_floor_s")
     n_boot = n_boot_iv(n_boot)
     rng = rng_iv(rng)
     b = samples_iv(base, "base")
     c = samples_iv(cand, "cand")
     return _compare_core(
-        [b],
-        [c],
-        q,
-        deltas=np.array([delta]),
-        alpha=alpha,
-        abs_floors=np.array([abs_floor_s]),
-        n_boot=n_boot,
-        mde_floor=mde_floor,
-        gens=[rng],
+        [b], [c], q, margin=margin, alpha=alpha, abs_floor_s=abs_floor_s, n_boot=n_boot, gens=[rng]
     )[0]
 
 

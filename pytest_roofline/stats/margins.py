@@ -16,6 +16,10 @@ from pytest_roofline.stats.validate import nonneg_iv, quantile_iv, samples_iv, u
 
 __all__ = ["DEFAULT_NOISE_FLOOR", "default_noise_floor", "effective_delta", "noise_floor"]
 
+# Median of a chi-squared variable with one degree of freedom: median(d**2) of successive
+# differences d ~ N(0, 2 s**2) is 2 s**2 times this.
+_CHI2_1_MEDIAN = 0.454936423119572
+
 DEFAULT_NOISE_FLOOR: Mapping[float, float] = MappingProxyType({0.5: 0.35, 0.95: 0.37, 0.99: 0.60})
 """Run-to-run noise floor with no history: one-sided 99% bound of the change between two
 separate runs of unchanged code on shared CI runners, after common-mode removal (median test,
@@ -44,6 +48,7 @@ def noise_floor(
     prior_runs: float = 5.0,
     baseline_runs: int = 1,
     minimum: float = 0.0,
+    robust: bool = False,
 ) -> float:
     """Run-to-run noise floor of one test's quantile, from the baseline label's history.
 
@@ -74,6 +79,11 @@ def noise_floor(
         Baseline runs pooled in the comparison (1: the latest run).
     minimum : float, optional
         Lower bound of the result; pass ``minimum=default`` to let history only raise it.
+    robust : bool, optional
+        Estimate the per-run variance from the *median* squared successive difference
+        (``median(d**2) / (2 * 0.4549)``, 0.4549 being the median of a chi-squared with one
+        degree of freedom) instead of the mean: one run the host disturbed then moves the floor
+        little, where the mean let a single slow run raise a label's p95 floor to +157%.
 
     Returns
     -------
@@ -128,7 +138,12 @@ def noise_floor(
     h = values.size
     if h >= 2:
         y = np.log(values)
-        s2_hat = float(np.mean(np.diff(y) ** 2)) / 2.0
+        squares = np.diff(y) ** 2
+        s2_hat = (
+            float(np.median(squares)) / (2.0 * _CHI2_1_MEDIAN)
+            if robust
+            else float(np.mean(squares)) / 2.0
+        )
         nu = h - 1
         s2 = (prior_runs * s0**2 + nu * s2_hat) / (prior_runs + nu)
     else:

@@ -32,11 +32,12 @@ from scipy import stats as scipy_stats
 
 from pytest_roofline.errors import ConfigError, RooflineWarning
 from pytest_roofline.stats import validate
-from pytest_roofline.stats.compare import ABS_FLOOR_S, classify
+from pytest_roofline.stats.compare import ABS_FLOOR_S
 from pytest_roofline.stats.quantiles import DEFAULT_ALPHA, hd_quantiles, n_floor
 from pytest_roofline.stats.results import ConfidenceInterval, QuantileComparison
 from pytest_roofline.stats.run import apply_bh
-from pytest_roofline.vocabulary import Verdict
+from pytest_roofline.stats.threeway import GateMargin, as_margin, classify_three_way
+from pytest_roofline.vocabulary import Outcome, Verdict
 
 __all__ = [
     "DEFAULT_POWER",
@@ -208,12 +209,11 @@ def compare_paired(
     cand_rounds: Sequence[npt.ArrayLike],
     q: float,
     *,
-    delta: float,
+    delta: float | GateMargin,
     alpha: float = DEFAULT_ALPHA,
     abs_floor_s: float = ABS_FLOOR_S,
     min_rounds: int = MIN_ROUNDS,
     round_samples: int | None = None,
-    mde_floor: bool = True,
     power: float = DEFAULT_POWER,
     trim: float = DEFAULT_TRIM,
 ) -> PairedComparison:
@@ -234,14 +234,12 @@ def compare_paired(
     ratio can move. Trimming keeps one disturbed round (a neighbour's burst on one side) from
     deciding the estimate or swamping the spread.
 
-    Verdict: as :func:`stats.compare_quantile` (``regression`` / ``suspect`` / ``ok`` /
-    ``not detected``, ``improvement``), with the margin ``max(delta, mde)`` when ``mde_floor``
-    is true. That MDE is the *paired noise floor estimated from the rounds themselves*: under
-    unchanged code (A/A) the estimate exceeds it with probability ``P(T_{K-1} > t_{1-alpha} +
-    t_{power})`` (1.3% at K = 8), which keeps A/A escalations and rollbacks rare without a
-    fixed two-run floor (``docs/paired.md`` has the measured rates). ``insufficient`` when fewer
-    than ``min_rounds`` rounds are usable, when either side's pooled samples are below
-    :func:`n_floor`, or when every round gives the same ratio (no spread: a fake clock).
+    Outcome and verdict: the gate's three-way rule, as for :func:`stats.compare_quantile`
+    (DIFFERENT / SAME / UNKNOWN with the margin ``delta``, never the comparison's own MDE: an
+    interval widened by disturbed rounds cannot rule out a large change, so it stays UNKNOWN
+    and the caller adds rounds or escalates). ``insufficient`` when fewer than ``min_rounds``
+    rounds are usable, when either side's pooled samples are below :func:`n_floor`, or when
+    every round gives the same ratio (no spread: a fake clock).
 
     Parameters
     ----------
@@ -250,7 +248,7 @@ def compare_paired(
         round in which the test was not measured); both sequences in round order, same length.
     q : float
         Quantile in (0, 1), e.g. 0.95.
-    delta : float
+    delta : float or GateMargin
         The practical margin (``0.05`` = 5%): the user's ``min_effect``.
     alpha : float, optional
         One-sided level of each bound and of the p-value.
@@ -261,8 +259,6 @@ def compare_paired(
     round_samples : int, optional
         Samples each side needs in a round for the round to count (default
         :func:`min_round_samples`).
-    mde_floor : bool, optional
-        Raise the margin to the comparison's minimum detectable effect (as the gate does).
     power : float, optional
         Power of the minimum detectable effect.
     trim : float, optional
@@ -296,7 +292,7 @@ def compare_paired(
     """
     q = validate.quantile_iv(q)
     alpha = validate.alpha_iv(alpha)
-    delta = validate.nonneg_iv(delta, "delta")
+    margin = as_margin(delta)
     abs_floor_s = validate.nonneg_iv(abs_floor_s, "abs_floor_s")
     power = validate.unit_iv(power, "power")
     if isinstance(min_rounds, bool) or not isinstance(min_rounds, (int, np.integer)):
@@ -335,7 +331,7 @@ def compare_paired(
         p: float,
         verdict: Verdict,
         improvement: bool,
-        delta_used: float,
+        outcome: Outcome,
         mde: float,
         se: float,
         reason: str,
@@ -350,7 +346,7 @@ def compare_paired(
             p_adjusted=math.nan,
             verdict=verdict,
             improvement=improvement,
-            delta=delta_used,
+            delta=margin.margin,
             mde=mde,
             base_s=base_s,
             cand_s=cand_s,
@@ -365,6 +361,8 @@ def compare_paired(
             abs_floor_s=abs_floor_s,
             common_mode=1.0,
             reason=reason,
+            outcome=outcome,
+            margin_source=margin.source,
         )
         return PairedComparison(comparison, tuple(ratios), k, df)
 
@@ -376,7 +374,7 @@ def compare_paired(
             p=math.nan,
             verdict="insufficient",
             improvement=False,
-            delta_used=delta,
+            outcome="unknown",
             mde=math.nan,
             se=se,
             reason=reason,
@@ -418,29 +416,20 @@ def compare_paired(
     ci = ConfidenceInterval(math.exp(mean - t_alpha * se), math.exp(mean + t_alpha * se))
     p = float(scipy_stats.t.sf(mean / se, df))
     mde = math.expm1((t_alpha + t_power) * se)
-    delta_used = max(delta, mde) if mde_floor else delta
-    # The verdict rule is the gate's own (DESIGN 6): one implementation for both designs.
-    verdict, improvement, reason = classify(
-        q=q,
-        ratio=ratio,
-        low=ci.low,
-        high=ci.high,
-        delta=delta_used,
-        mde=mde,
-        base_s=base_s,
-        abs_change_s=base_s * (ratio - 1.0),
-        abs_floor_s=abs_floor_s,
+    # The outcome rule is the gate's own (DESIGN 6): one implementation for both designs.
+    three = classify_three_way(
+        ratio, ci.low, ci.high, margin, base_s=base_s, abs_floor_s=abs_floor_s, label=name
     )
     return result(
         ratio=ratio,
         ci=ci,
         p=p,
-        verdict=verdict,
-        improvement=improvement,
-        delta_used=delta_used,
+        verdict=three.verdict,
+        improvement=three.improvement,
+        outcome=three.outcome,
         mde=mde,
         se=se,
-        reason=f"{reason} (paired over {k} rounds, trimmed-mean t with {df} df)",
+        reason=f"{three.reason} (paired over {k} rounds, trimmed-mean t with {df} df)",
         df=df,
     )
 

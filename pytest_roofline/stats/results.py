@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from pytest_roofline.stats.validate import qname
-from pytest_roofline.vocabulary import SlaStatus, Verdict
+from pytest_roofline.vocabulary import Outcome, SlaStatus, Verdict
 
 __all__ = [
     "CommonMode",
@@ -79,7 +79,7 @@ class QuantileComparison(_ToDict):
     improvement : bool
         The candidate is established faster by at least the margin (always with ``ok``).
     delta : float
-        The margin actually used: ``max(delta, mde)`` when the MDE floor is on.
+        The margin used: the largest of the minimum effect and the history noise floor, capped.
     mde : float
         Minimum detectable effect at 80% power, as a ratio minus 1 (``0.12`` = 12%).
     base_s, cand_s : float
@@ -98,6 +98,10 @@ class QuantileComparison(_ToDict):
         Common-mode factor divided out of the candidate (1.0 when none).
     reason : str
         One line saying why the verdict is what it is.
+    outcome : Outcome
+        ``different`` / ``same`` / ``unknown`` (DESIGN section 6; the verdict says which path).
+    margin_source : str or None
+        Where ``delta`` came from: ``min_effect``, ``history`` (the noise floor) or ``cap``.
     """
 
     quantile: float
@@ -121,6 +125,8 @@ class QuantileComparison(_ToDict):
     abs_floor_s: float
     common_mode: float
     reason: str
+    outcome: Outcome = "unknown"
+    margin_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe ``dict``; the interval is flattened to ``ci_low`` / ``ci_high``."""

@@ -80,6 +80,7 @@ def apply_bh(
                 c,
                 p_adjusted=p_adj,
                 verdict="suspect",
+                outcome="unknown",
                 reason=(
                     f"{c.reason}; but the BH-adjusted p = {p_adj:.3g} >= {alpha:g} "
                     f"over {len(in_family)} comparisons"

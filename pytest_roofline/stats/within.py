@@ -27,7 +27,13 @@ from pytest_roofline.stats.validate import (
 )
 from pytest_roofline.vocabulary import SlaStatus
 
-__all__ = ["DEFAULT_REL_HALFWIDTH", "drift", "sampling_decisive", "sla_check"]
+__all__ = [
+    "DEFAULT_REL_HALFWIDTH",
+    "drift",
+    "log_quantile_estimate",
+    "sampling_decisive",
+    "sla_check",
+]
 
 DEFAULT_REL_HALFWIDTH: Mapping[float, float] = MappingProxyType(
     {0.5: 0.025, 0.95: 0.025, 0.99: 0.05}
@@ -224,6 +230,26 @@ def _log_interval(x: FloatArray, q: float, alpha: float, ess: bool) -> tuple[flo
     with np.errstate(divide="ignore"):
         lo, mid, hi = (float(np.log(part[i])) for i in idx)
     return lo, mid, hi
+
+
+def log_quantile_estimate(
+    samples: npt.ArrayLike, q: float, *, alpha: float = DEFAULT_ALPHA, ess: bool = True
+) -> tuple[float, float]:
+    """A quick ``(log quantile, standard error)`` for a sampling loop: no bootstrap.
+
+    The standard error is the half-width of the order-statistic interval of
+    :func:`sampling_decisive` divided by ``z_{1-alpha}`` (O(n) selection, plus one FFT with
+    ``ess``). NaN for fewer than :func:`n_floor` samples or degenerate data.
+    """
+    x = samples_iv(samples, "samples")
+    q = quantile_iv(q)
+    alpha = alpha_iv(alpha)
+    if x.size < n_floor(q, alpha):
+        return math.nan, math.nan
+    lo, mid, hi = _log_interval(x, q, alpha, ess)
+    za = float(stats.norm.ppf(1.0 - alpha))
+    se = (hi - lo) / (2.0 * za)
+    return (mid, se) if math.isfinite(mid) and math.isfinite(se) else (math.nan, math.nan)
 
 
 def sampling_decisive(

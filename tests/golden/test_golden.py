@@ -27,6 +27,9 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         "run.method",  # 0.2.0: the method settings as used
         "run.platforms",  # 0.2.0: the presets the platform matrix projects onto
         "tests.*.platforms",  # 0.2.0: the projection of each test's declared work
+        # 0.2.0: each comparison's three-way outcome, its margin under the DESIGN's name, and
+        # where the margin came from
+        *(f"tests.*.change.{q}.{key}" for q in ("p50", "p95", "p99") for key in ("outcome", "margin", "margin_source")),
     }
 )
 

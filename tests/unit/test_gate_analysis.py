@@ -60,21 +60,24 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
     rng = np.random.default_rng(0)
     context = EvidenceContext(min_effect={"p95": 0.05, "p99": 0.1})
     alone = margins(BaselineEntry(samples(rng), None, {}), context)
-    assert alone == {"p50": pytest.approx(0.35), "p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
+    assert {k: m.margin for k, m in alone.items()} == {"p50": pytest.approx(0.35), "p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
+    assert {m.source for m in alone.values()} == {"history"}
     quiet = BaselineEntry(
         samples(rng), None, {}, history_samples=tuple(samples(rng) for _ in range(30))
     )
-    assert margins(quiet, context)["p95"] < 0.2
+    assert margins(quiet, context)["p95"].margin < 0.2
 
 
 def test_a_user_margin_above_the_noise_floor_wins() -> None:
     rng = np.random.default_rng(1)
     context = EvidenceContext(min_effect={"p50": 0.7, "p95": 0.8, "p99": 0.9})
-    assert margins(BaselineEntry(samples(rng), None, {}), context) == {
+    found = margins(BaselineEntry(samples(rng), None, {}), context)
+    assert {k: m.margin for k, m in found.items()} == {
         "p50": pytest.approx(0.7),
         "p95": pytest.approx(0.8),
         "p99": pytest.approx(0.9),
     }
+    assert {m.source for m in found.values()} == {"min_effect"}
 
 
 def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
@@ -86,7 +89,7 @@ def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
     assert not should_replay(samples(rng, 2e-3), entry, EvidenceContext(replay=0), "t::a")
 
 
-def test_the_bonferroni_bound_turns_a_marginal_regression_into_suspect_in_a_large_session() -> None:
+def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_session() -> None:
     rng = np.random.default_rng(3)
     base = 1e-3 * rng.lognormal(0.0, 0.3, 200)
     cand = 1.8e-3 * rng.lognormal(0.0, 0.3, 200)  # p95 x1.8, one-sided p far below 1e-10
@@ -96,8 +99,10 @@ def test_the_bonferroni_bound_turns_a_marginal_regression_into_suspect_in_a_larg
         result("t::a", cand), entry, EvidenceContext(family_size=10**40, replay=0), target=None
     )
     assert small.comparisons["p95"].verdict == "regression"
+    assert small.comparisons["p95"].outcome == "different"
     assert huge.comparisons["p95"].verdict == "suspect"
-    assert "Bonferroni" in huge.comparisons["p95"].reason
+    assert huge.comparisons["p95"].outcome == "unknown"
+    assert "DIFFERENT at one-sided" in huge.comparisons["p95"].reason
 
 
 def test_evaluation_places_both_sides_on_the_roofline() -> None:

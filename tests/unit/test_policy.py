@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.gate.evidence import QualityOutcome, ReplayOutcome, SlaOutcome, TestEvidence
+from pytest_roofline.gate.evidence import (
+    Confirmation,
+    HostCheck,
+    QualityOutcome,
+    ReplayOutcome,
+    SlaOutcome,
+    TestEvidence,
+)
 from pytest_roofline.gate.policy import decide_run, decide_test
 from pytest_roofline.model.results import QuantileSummary
 from pytest_roofline.roofline import BoundChange
@@ -17,7 +24,9 @@ from pytest_roofline.stats import (
     ConfidenceInterval,
     Drift,
     QuantileComparison,
+    gate_margin,
 )
+from pytest_roofline.stats.threeway import outcome_of_verdict
 
 SUMMARY = QuantileSummary(500, 1e-3, 1.2e-3, 1.3e-3, 1.05e-3, 0.9e-3, 1.5e-3)
 
@@ -32,14 +41,19 @@ def comparison(
         se_log=0.02, alpha=0.05, abs_floor_s=1e-7, common_mode=1.0, reason="why",
     )  # fmt: skip
     fields.update(kw)
+    fields.setdefault("outcome", outcome_of_verdict(fields["verdict"]))
     return QuantileComparison(**fields)
+
+
+MARGINS = {"p95": gate_margin(0.05, 0.37), "p99": gate_margin(0.1, 0.6), "p50": gate_margin(0.05, 0.35)}
+TOO_NOISY = gate_margin(0.05, 1.6)
 
 
 def evidence(**overrides: Any) -> TestEvidence:
     fields: dict[str, Any] = dict(
         nodeid="t.py::k", owners=("kernels-team",), rollback="revert PR 7", summary=SUMMARY,
         baseline_summary=SUMMARY, comparisons={"p95": comparison(), "p99": comparison(quantile=0.99)},
-        mde={"p95": 0.1}, margins={"p95": 0.37, "p99": 0.6}, replay=None, sla=(), point=None,
+        mde={"p95": 0.1}, margins=MARGINS, replay=None, sla=(), point=None,
         baseline_point=None, bound_change=None, efficiency_ratio=None, drift=None, quality=(),
         missing_quality=(), precision_change=None, counter_completeness=0.7, cpu_share=0.98,
         needs_counters=False, batched=False, layers_changed=(), hardware_differs=None, family_size=10,
@@ -62,9 +76,18 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": NOT_REPRODUCED}, "escalate", "did not reproduce on replay"),
         ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(False, 0, None)}, "escalate", "not yet confirmed"),
         ({"comparisons": {"p95": comparison("suspect", 1.5, 0.98, 2.0)}}, "escalate", "above the margin +37% but not established"),
-        ({"comparisons": {"p99": comparison("not detected", 1.05, 0.9, 1.4, mde=0.4)}}, "ship", "smallest detectable change here is +40%"),
+        ({"comparisons": {"p99": comparison("not detected", 1.05, 0.9, 1.4, mde=0.4)}}, "escalate", "the smallest change detectable here is +40%"),
+        ({"comparisons": {"p50": comparison("not detected", 1.05, 0.9, 1.4, quantile=0.5)}}, "escalate", "p50 x1.050 [0.900, 1.400]: UNKNOWN"),
+        ({"comparisons": {"p95": comparison("not detected", 1.2, 0.9, 1.6)}, "margins": {**MARGINS, "p95": TOO_NOISY}}, "escalate", "too noisy to gate here: the label's history noise floor +160%"),
+        ({"comparisons": {"p50": comparison("insufficient", math.nan, math.nan, math.nan, quantile=0.5, reason="n=3 < 5")}}, "escalate", "p50 could not be compared: n=3 < 5"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "host": HostCheck("disturbed", "python canary x1.5")}, "escalate", "the host was disturbed during the test (python canary x1.5)"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "rollback", "confirmed by paired rounds against the baseline (paired x1.800 [1.700, 1.900])"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.800 was not confirmed"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("inconclusive", "6 of 40 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "escalate", "neither confirm nor rule it out"),
+        ({"comparisons": {"p95": comparison("regression", 1.5, 1.2, 1.9)}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository", command="pytest-roofline ab --baseline=abc")}, "escalate", "not established beyond the label's run-to-run noise floor +37%"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository")}, "rollback", "no paired confirmation: not a git repository"),
         ({"comparisons": {"p95": comparison("ok", 0.7, 0.65, 0.75, improvement=True)}}, "ship", "p95 improved x0.700"),
-        ({"comparisons": {"p99": comparison("insufficient", math.nan, math.nan, math.nan, reason="n=120 < 299")}}, "ship", "not compared: n=120 < 299"),
+        ({"comparisons": {"p99": comparison("insufficient", math.nan, math.nan, math.nan, reason="n=120 < 299")}}, "ship", "not assessed (n=120 < 299): counted as escape risk"),
         ({"sla": (SlaOutcome("p99", "breach", 4e-3, 5e-3, "p99 5 ms against SLA 4 ms: breach"),)}, "rollback", "SLA breach: p99 5 ms"),
         ({"sla": (SlaOutcome("p99", "possible breach", 4e-3, 4.1e-3, "p99 4.1 ms"),)}, "escalate", "possible SLA breach"),
         ({"sla": (SlaOutcome("p99", "unassessable", 4e-3, 3e-3, "p99 n=100"),)}, "escalate", "SLA cannot be assessed"),

@@ -66,7 +66,7 @@ def test_a_decisive_stop_rule_ends_sampling_early_and_says_why() -> None:
     clock = FakeClock()
     seen: list[int] = []
 
-    def decisive(samples: np.ndarray) -> str | None:
+    def decisive(samples: np.ndarray, progress: float) -> str | None:
         seen.append(samples.size)
         return "intervals tight" if samples.size >= 100 else None
 
@@ -81,7 +81,7 @@ def test_the_stop_rule_is_consulted_on_a_geometric_schedule() -> None:
     clock = FakeClock()
     seen: list[int] = []
 
-    def never(samples: np.ndarray) -> str | None:
+    def never(samples: np.ndarray, progress: float) -> str | None:
         seen.append(samples.size)
         return None
 

@@ -1,0 +1,667 @@
+"""Paired mode on persistent workers: two pytest sessions, alternating short windows per test.
+
+Measured on this project's shared machine (``research/noise-protocols.md``): the noise that
+separates two pytest runs is mostly time-varying host disturbance, which fine-grained
+alternation cancels. So one persistent pytest worker per revision collects once, and this
+controller hands the two workers alternating windows of one test at a time, in ABBA order
+(window pair ``p`` is baseline-then-candidate for even ``p`` and candidate-then-baseline for
+odd ``p``), until the caller's stopping rule says the test is decided or ``max_pairs`` is reached.
+
+The workers are driven through execnet, as pytest-xdist drives its own: a ``popen`` gateway
+per side with that side's interpreter, and :mod:`pytest_roofline.plugin.ab_worker`'s source executed
+in it (:func:`execnet.Gateway.remote_exec`). The worker runs pytest with the plugin's own
+measurement path (the ``roofline`` fixture under a per-window budget).
+
+No pytest import here and no statistics: the caller decides when a test is done
+(``should_continue``) and what the windows mean (:mod:`pytest_roofline.stats.paired`).
+
+Typical use::
+
+    with PairedWorkers(baseline_spec, candidate_spec, WindowSettings()) as workers:
+        run = workers.run(should_continue=rule)
+    for nodeid, test in run.tests.items():
+        test.base_windows, test.cand_windows  # one sample array per window and side
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+
+from pytest_roofline.errors import RooflineError
+
+__all__ = [
+    "SIDES",
+    "CollectInfo",
+    "PairedWorkers",
+    "PairedWorkersRun",
+    "ShouldContinue",
+    "SideSpec",
+    "TestWindows",
+    "Window",
+    "WindowSettings",
+    "WorkerError",
+    "pair_order",
+    "run_paired_workers",
+]
+
+Side = Literal["baseline", "candidate"]
+SIDES: tuple[Side, Side] = ("baseline", "candidate")
+WORKER_MODULE = "pytest_roofline.plugin.ab_worker"
+PROTOCOL_VERSION = 1  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
+_TAIL_CHARS = 3000
+
+ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray]], bool]
+"""``should_continue(nodeid, base_windows, cand_windows)``: whether test ``nodeid`` needs more
+window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs, never past
+``max_pairs``. The arrays are each window's per-call samples (seconds), in window order."""
+
+StopWhy = Literal["decided", "max_pairs", "error"]
+
+
+class WorkerError(RooflineError):
+    """A worker could not start, collect or run: the message names the side (and the test).
+
+    :ivar side: ``"baseline"`` or ``"candidate"``.
+    :ivar nodeid: the test in progress, or ``None`` (start-up, collection, shutdown).
+    """
+
+    def __init__(self, message: str, *, side: Side, nodeid: str | None = None) -> None:
+        super().__init__(message)
+        self.side = side
+        self.nodeid = nodeid
+
+
+@dataclass(frozen=True, slots=True)
+class SideSpec:
+    """How to start one side's worker.
+
+    :param python: the side's interpreter (it needs pytest and pytest-roofline; execnet is
+        only needed here, on the controller).
+    :param workdir: where pytest runs (the side's tree, or the same relative directory of it).
+    :param sys_path: the side's import roots, put after the working directory and ahead of
+        the user's ``PYTHONPATH`` and site-packages (what ``ab._side_env`` puts on
+        ``PYTHONPATH`` for a subprocess).
+    :param env: environment variables set in the worker (e.g. that ``PYTHONPATH``, for the
+        test's own subprocesses).
+    :param pytest_args: the user's pytest arguments (test paths relative to ``workdir``).
+    :param store_path: the worker's scratch store (its host calibration cache); one per side.
+    """
+
+    side: Side
+    python: str
+    workdir: Path
+    sys_path: tuple[Path, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    pytest_args: tuple[str, ...] = ()
+    store_path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSettings:
+    """How the controller alternates windows.
+
+    :param window_s: sampling budget of one window, seconds (the plugin's budget per run).
+    :param min_pairs: window pairs every test gets before ``should_continue`` is asked.
+    :param max_pairs: window pairs at most per test.
+    :param look_every: pairs between two calls of ``should_continue`` (2: after whole ABBA
+        blocks, so that a linear drift of machine speed cancels at every look).
+    :param first_warmup_s: warm-up of a test's first window on each side; ``None`` takes the
+        plugin's ``roofline_warmup`` (0.05 s by default).
+    :param rewarm_s: warm-up of every later window (caches after the other side's window).
+    :param window_timeout_s: a window that has not answered by then (a hung test) kills the
+        worker and fails the run, naming the side and test.
+    :param start_timeout_s: time for a worker to start and collect.
+    """
+
+    window_s: float = 0.2
+    min_pairs: int = 4
+    max_pairs: int = 20
+    look_every: int = 2
+    first_warmup_s: float | None = None
+    rewarm_s: float = 0.01
+    window_timeout_s: float = 300.0
+    start_timeout_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if not (self.window_s > 0 and np.isfinite(self.window_s)):
+            raise ValueError(f"window_s must be a positive duration, got {self.window_s!r}")
+        if not 1 <= self.min_pairs <= self.max_pairs:
+            raise ValueError(
+                f"need 1 <= min_pairs <= max_pairs, got {self.min_pairs} and {self.max_pairs}"
+            )
+        if self.look_every < 1:
+            raise ValueError(f"look_every must be at least 1, got {self.look_every}")
+        if self.rewarm_s < 0 or (self.first_warmup_s is not None and self.first_warmup_s < 0):
+            raise ValueError("warm-up times must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class CollectInfo:
+    """What one worker collected (sent once, after collection)."""
+
+    side: Side
+    pid: int
+    python: str
+    rootdir: str
+    ids: tuple[str, ...]
+    measured: tuple[str, ...]
+    budgets_s: Mapping[str, float]
+    probe: Mapping[str, Any]
+    startup_s: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Window:
+    """One window of one test on one side.
+
+    ``started_ns``/``finished_ns`` are the worker's ``time.monotonic_ns()`` around the test's
+    protocol run (set-up, sampling, teardown): one clock for both workers on Linux and macOS.
+    """
+
+    side: Side
+    nodeid: str
+    pair: int
+    index: int
+    samples_s: np.ndarray
+    batch_size: int
+    stop_reason: str
+    sampling_s: float
+    warmup_s: float
+    wall_s: float
+    started_ns: int
+    finished_ns: int
+    cpu_share: float | None
+    result: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TestWindows:
+    """Every window of one test, and why its alternation stopped.
+
+    :ivar base_windows: the baseline's per-call samples, one array per window.
+    :ivar cand_windows: the candidate's, same count when the test completed.
+    :ivar windows: both sides' windows in the order they ran.
+    :ivar stop: ``decided`` (``should_continue`` said no), ``max_pairs`` or ``error``.
+    :ivar error: for ``error``, which side failed how (the test's own message).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    windows: tuple[Window, ...]
+    pairs: int
+    stop: StopWhy
+    wall_s: float
+    error: str | None = None
+
+    @property
+    def base_windows(self) -> list[np.ndarray]:
+        return [w.samples_s for w in self.windows if w.side == "baseline"]
+
+    @property
+    def cand_windows(self) -> list[np.ndarray]:
+        return [w.samples_s for w in self.windows if w.side == "candidate"]
+
+    @property
+    def last_result(self) -> dict[Side, Mapping[str, Any]]:
+        """Each side's last window payload (declared work, quality, counters; no samples)."""
+        out: dict[Side, Mapping[str, Any]] = {}
+        for w in self.windows:
+            out[w.side] = w.result
+        return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PairedWorkersRun:
+    """The outcome of :meth:`PairedWorkers.run`."""
+
+    tests: Mapping[str, TestWindows]
+    collected: Mapping[Side, CollectInfo]
+    only_baseline: tuple[str, ...]
+    only_candidate: tuple[str, ...]
+    unmeasured: tuple[str, ...]
+    startup_s: float
+    wall_s: float
+
+
+def pair_order(pair: int) -> tuple[Side, Side]:
+    """ABBA: baseline first in even pairs, candidate first in odd ones."""
+    return ("baseline", "candidate") if pair % 2 == 0 else ("candidate", "baseline")
+
+
+def _worker_source() -> str:
+    spec = importlib.util.find_spec(WORKER_MODULE)
+    if spec is None or spec.origin is None:
+        raise RooflineError(f"cannot find {WORKER_MODULE}'s source to start paired workers")
+    return Path(spec.origin).read_text(encoding="utf-8")
+
+
+def _tail(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return text[-_TAIL_CHARS:]
+
+
+class _Worker:
+    """One side's gateway, channel and scratch stderr file."""
+
+    def __init__(self, spec: SideSpec, group: Any, scratch: Path, settings: WindowSettings) -> None:
+        import execnet
+
+        self.spec = spec
+        self.side: Side = spec.side
+        self.stderr_path = scratch / f"worker-{spec.side}.stderr"
+        self._execnet = execnet
+        self.info: CollectInfo | None = None
+        self.exit_status: int | None = None
+        started = time.perf_counter()
+        if not spec.workdir.is_dir():
+            raise WorkerError(
+                f"the {self.side} side's working directory {spec.workdir} does not exist",
+                side=self.side,
+            )
+        # The python= value is split like a shell word list by execnet; chdir, environment and
+        # sys.path travel in the first message instead of the spec (any character is safe there).
+        xspec = f"execmodel=main_thread_only//popen//python={spec.python}//id={spec.side}"
+        try:
+            self.gateway = group.makegateway(xspec)
+        except Exception as exc:  # execnet raises plain exceptions for a missing interpreter
+            raise WorkerError(
+                f"the {self.side} worker could not start {spec.python}: {exc}", side=self.side
+            ) from None
+        self.channel = self.gateway.remote_exec(_worker_source())
+        store = spec.store_path or (scratch / f"store-{spec.side}.sqlite")
+        args = [
+            "-q", "-p", "no:cacheprovider", "--roofline", f"--roofline-store={store}",
+            f"--roofline-budget={settings.window_s!r}", "--roofline-gate=never",
+            "--roofline-no-summary", *spec.pytest_args,
+        ]  # fmt: skip
+        self.channel.send(
+            {
+                "chdir": str(spec.workdir),
+                "sys_path": [str(p) for p in spec.sys_path],
+                "env": dict(spec.env),
+                "args": args,
+                "stderr_path": str(self.stderr_path),
+                "rewarm_s": settings.rewarm_s,
+                "first_warmup_s": settings.first_warmup_s,
+            }
+        )
+        self._started = started
+
+    @property
+    def pid(self) -> int | None:
+        popen = getattr(getattr(self.gateway, "_io", None), "popen", None)
+        return getattr(popen, "pid", None)
+
+    def _failure(self, what: str, nodeid: str | None = None) -> WorkerError:
+        tail = _tail(self.stderr_path)
+        detail = f"\n--- {self.side} worker stderr (tail) ---\n{tail}" if tail else ""
+        return WorkerError(f"{what}{detail}", side=self.side, nodeid=nodeid)
+
+    def receive(
+        self, timeout: float, *, doing: str, nodeid: str | None = None, allow_exit: bool = False
+    ) -> tuple[Any, ...]:
+        """The next message, or a :class:`WorkerError` saying the worker died or hung.
+
+        ``("exited", status)`` is an error unless ``allow_exit``.
+        """
+        channel = self.channel
+        try:
+            message = channel.receive(timeout)
+        except channel.TimeoutError:
+            raise self._failure(
+                f"the {self.side} worker did not answer within {timeout:g} s while {doing}",
+                nodeid,
+            ) from None
+        except (EOFError, OSError):
+            raise self._failure(
+                f"the {self.side} worker died while {doing} (its process ended)", nodeid
+            ) from None
+        except self._execnet.RemoteError as exc:
+            raise self._failure(
+                f"the {self.side} worker failed while {doing}:\n{str(exc).strip()[-_TAIL_CHARS:]}",
+                nodeid,
+            ) from None
+        if not isinstance(message, tuple) or not message:
+            raise self._failure(f"the {self.side} worker sent {message!r} while {doing}", nodeid)
+        if message[0] == "exited":
+            self.exit_status = int(message[1])
+            if allow_exit:
+                return message
+            raise self._failure(
+                f"the {self.side} worker's pytest ended (exit status {self.exit_status}) while "
+                f"{doing}",
+                nodeid,
+            )
+        return message
+
+    def collected(self, timeout: float) -> CollectInfo:
+        _, data = self.receive(timeout, doing="starting pytest and collecting")
+        if data.get("protocol") != PROTOCOL_VERSION:
+            raise self._failure(
+                f"the {self.side} worker speaks protocol {data.get('protocol')!r}, not "
+                f"{PROTOCOL_VERSION}"
+            )
+        if data["errors"]:
+            shown = "\n".join(data["errors"])[-_TAIL_CHARS:]
+            raise self._failure(
+                f"the {self.side} side has collection errors in {self.spec.workdir}:\n{shown}"
+            )
+        self.info = CollectInfo(
+            side=self.side,
+            pid=int(data["pid"]),
+            python=str(data["python"]),
+            rootdir=str(data["rootdir"]),
+            ids=tuple(data["ids"]),
+            measured=tuple(data["measured"]),
+            budgets_s=dict(data["budgets"]),
+            probe=json.loads(data["probe"]),
+            startup_s=time.perf_counter() - self._started,
+        )
+        return self.info
+
+    def window(self, nodeid: str, seconds: float, timeout: float) -> dict[str, Any]:
+        try:
+            self.channel.send(("window", nodeid, seconds))
+        except (OSError, EOFError, ValueError):
+            raise self._failure(
+                f"the {self.side} worker is gone (sending a window of {nodeid})", nodeid
+            ) from None
+        kind, reply = self.receive(timeout, doing=f"running a window of {nodeid}", nodeid=nodeid)
+        if kind != "window" or reply.get("nodeid") != nodeid:
+            raise self._failure(
+                f"the {self.side} worker answered {kind!r} for {reply.get('nodeid')!r} to a "
+                f"window of {nodeid}",
+                nodeid,
+            )
+        return dict(reply)
+
+    def stop(self, timeout: float) -> Mapping[str, Any] | None:
+        """Ask the worker to tear down and end its session; its final probe record.
+
+        ``None`` when the worker had already ended.
+        """
+        if self.exit_status is not None or self.channel.isclosed():
+            return None
+        try:
+            self.channel.send(("stop",))
+        except (OSError, EOFError, ValueError):
+            return None
+        kind, data = self.receive(timeout, doing="tearing down")
+        if kind != "stopped":
+            raise self._failure(f"the {self.side} worker answered {kind!r} to stop")
+        self.receive(timeout, doing="ending its pytest session", allow_exit=True)
+        return dict(json.loads(data["probe"]))
+
+
+class PairedWorkers:
+    """Two persistent pytest workers and the ABBA alternation between them.
+
+    A context manager: entering starts both workers (in parallel) and waits until both have
+    collected; leaving stops them, and kills any that does not end within a few seconds (also
+    on an exception or ``KeyboardInterrupt``).
+
+    :param baseline: how to start the baseline's worker (``side="baseline"``).
+    :param candidate: the candidate's (``side="candidate"``).
+    :param settings: window length, pair limits, warm-up, time-outs.
+    :param log: receives one line per step.
+    :param clock: wall clock for the timing facts (seconds).
+    """
+
+    KILL_AFTER_S = 10.0
+
+    def __init__(
+        self,
+        baseline: SideSpec,
+        candidate: SideSpec,
+        settings: WindowSettings | None = None,
+        *,
+        log: Callable[[str], None] = lambda line: None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if baseline.side != "baseline" or candidate.side != "candidate":
+            raise ValueError("PairedWorkers(baseline, candidate): sides given in the wrong order")
+        self.specs: dict[Side, SideSpec] = {"baseline": baseline, "candidate": candidate}
+        self.settings = settings or WindowSettings()
+        self._log = log
+        self._clock = clock
+        self._workers: dict[Side, _Worker] = {}
+        self._group: Any = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.collected: dict[Side, CollectInfo] = {}
+        self.startup_s = 0.0
+        self.final_probes: dict[Side, Mapping[str, Any]] = {}
+
+    # -- life cycle -------------------------------------------------------------------------
+    def __enter__(self) -> PairedWorkers:
+        try:
+            self.start()
+        except BaseException:
+            self.close(kill=True)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close(kill=exc_type is not None)
+
+    def start(self) -> None:
+        """Start both workers and wait for their collections; see :meth:`__enter__`."""
+        try:
+            import execnet
+        except ImportError:
+            raise RooflineError(
+                "paired mode drives its workers with execnet, which is not installed here: "
+                "pip install execnet (it comes with pytest-xdist)"
+            ) from None
+
+        began = self._clock()
+        self._scratch = tempfile.TemporaryDirectory(prefix="roofline-workers-")
+        scratch = Path(self._scratch.name)
+        self._group = execnet.Group()
+        # Both start before either is waited for: interpreter, imports and collection overlap.
+        for side in SIDES:
+            self._workers[side] = _Worker(self.specs[side], self._group, scratch, self.settings)
+        for side in SIDES:
+            info = self._workers[side].collected(self.settings.start_timeout_s)
+            self.collected[side] = info
+            self._log(
+                f"{side} worker (pid {info.pid}): collected {len(info.ids)} tests, "
+                f"{len(info.measured)} measured, in {info.startup_s:.1f} s"
+            )
+        self.startup_s = self._clock() - began
+
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the workers (politely unless ``kill``) and remove the scratch directory."""
+        try:
+            if not kill:
+                for side, worker in self._workers.items():
+                    try:
+                        probe = worker.stop(self.KILL_AFTER_S)
+                    except WorkerError as exc:
+                        self._log(f"{side} worker did not stop cleanly: {exc}")
+                        continue
+                    if probe is not None:
+                        self.final_probes[side] = probe
+        finally:
+            if self._group is not None:
+                # exit every gateway, wait a little, then kill what is left
+                self._group.terminate(timeout=self.KILL_AFTER_S if not kill else 1.0)
+                self._group = None
+            self._workers = {}
+            if self._scratch is not None:
+                self._scratch.cleanup()
+                self._scratch = None
+
+    @property
+    def pids(self) -> dict[Side, int | None]:
+        return {side: w.pid for side, w in self._workers.items()}
+
+    # -- measuring ----------------------------------------------------------------------------
+    def common_tests(self) -> tuple[list[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Tests both sides measure (candidate order), those only one side has, and unmeasured.
+
+        :returns: ``(both, only_baseline, only_candidate, unmeasured)``; ``unmeasured`` are
+            collected on both sides but use the ``roofline`` fixture on neither or one side only.
+        """
+        base, cand = self.collected["baseline"], self.collected["candidate"]
+        base_ids, cand_ids = set(base.ids), set(cand.ids)
+        only_base = tuple(n for n in base.ids if n not in cand_ids)
+        only_cand = tuple(n for n in cand.ids if n not in base_ids)
+        base_measured = set(base.measured)
+        both = [n for n in cand.measured if n in base_measured]
+        chosen = set(both)
+        unmeasured = tuple(n for n in cand.ids if n in base_ids and n not in chosen)
+        return both, only_base, only_cand, unmeasured
+
+    def measure_test(
+        self, nodeid: str, should_continue: ShouldContinue | None = None
+    ) -> TestWindows:
+        """Alternate windows of ``nodeid`` (ABBA) until decided, ``max_pairs``, or an error.
+
+        A test that fails, errors or skips on either side ends with ``stop="error"`` and the
+        side's message; the workers stay usable. A worker that dies or hangs raises
+        :class:`WorkerError`.
+        """
+        settings = self.settings
+        began = self._clock()
+        windows: list[Window] = []
+        stop: StopWhy = "max_pairs"
+        error = None
+        pair = 0
+        counts = dict.fromkeys(SIDES, 0)
+        while pair < settings.max_pairs:
+            for side in pair_order(pair):
+                t0 = self._clock()
+                reply = self._workers[side].window(
+                    nodeid, settings.window_s, settings.window_timeout_s
+                )
+                wall = self._clock() - t0
+                if reply.get("outcome") != "passed":
+                    error = (
+                        f"{nodeid} {reply.get('outcome')} on the {side} side (window "
+                        f"{counts[side] + 1}): {str(reply.get('message', '')).strip()}"
+                    )
+                    break
+                windows.append(_window(side, nodeid, pair, counts[side], reply, wall))
+                counts[side] += 1
+            if error is not None:
+                stop = "error"
+                break
+            pair += 1
+            if (
+                should_continue is not None
+                and pair >= settings.min_pairs
+                and pair < settings.max_pairs
+                and (pair - settings.min_pairs) % settings.look_every == 0
+            ):
+                base = [w.samples_s for w in windows if w.side == "baseline"]
+                cand = [w.samples_s for w in windows if w.side == "candidate"]
+                if not should_continue(nodeid, base, cand):
+                    stop = "decided"
+                    break
+        return TestWindows(
+            nodeid=nodeid,
+            windows=tuple(windows),
+            pairs=pair,
+            stop=stop,
+            wall_s=self._clock() - began,
+            error=error,
+        )
+
+    def run(
+        self,
+        *,
+        should_continue: ShouldContinue | None = None,
+        nodeids: Iterable[str] | None = None,
+    ) -> PairedWorkersRun:
+        """Measure every test both sides measure (or ``nodeids``), one test at a time."""
+        began = self._clock()
+        both, only_base, only_cand, unmeasured = self.common_tests()
+        if only_base or only_cand:
+            self._log(
+                f"collections differ: {len(only_base)} test(s) only in the baseline, "
+                f"{len(only_cand)} only in the candidate; they are not compared"
+            )
+        selected = both
+        if nodeids is not None:
+            selected = list(nodeids)
+            for nodeid in selected:
+                for side in SIDES:
+                    if nodeid not in self.collected[side].measured:
+                        raise WorkerError(
+                            f"{nodeid} is not a measured test on the {side} side (it is not "
+                            "collected there, or does not use the roofline fixture)",
+                            side=side,
+                            nodeid=nodeid,
+                        )
+        tests: dict[str, TestWindows] = {}
+        for i, nodeid in enumerate(selected):
+            test = self.measure_test(nodeid, should_continue)
+            tests[nodeid] = test
+            self._log(
+                f"[{i + 1}/{len(selected)}] {nodeid}: {test.pairs} pairs in {test.wall_s:.1f} s "
+                f"({test.stop}{': ' + test.error.splitlines()[0] if test.error else ''})"
+            )
+        return PairedWorkersRun(
+            tests=tests,
+            collected=dict(self.collected),
+            only_baseline=only_base,
+            only_candidate=only_cand,
+            unmeasured=unmeasured,
+            startup_s=self.startup_s,
+            wall_s=self._clock() - began + self.startup_s,
+        )
+
+
+def _window(
+    side: Side, nodeid: str, pair: int, index: int, reply: Mapping[str, Any], wall_s: float
+) -> Window:
+    return Window(
+        side=side,
+        nodeid=nodeid,
+        pair=pair,
+        index=index,
+        samples_s=np.frombuffer(reply["samples_f64"], dtype="<f8").astype(np.float64),
+        batch_size=int(reply["batch_size"]),
+        stop_reason=str(reply["stop_reason"]),
+        sampling_s=float(reply["sampling_s"]),
+        warmup_s=float(reply["warmup_s"]),
+        wall_s=wall_s,
+        started_ns=int(reply["started_ns"]),
+        finished_ns=int(reply["finished_ns"]),
+        cpu_share=None if reply.get("cpu_share") is None else float(reply["cpu_share"]),
+        result=json.loads(reply["result"]),
+    )
+
+
+def run_paired_workers(
+    baseline: SideSpec,
+    candidate: SideSpec,
+    settings: WindowSettings | None = None,
+    *,
+    should_continue: ShouldContinue | None = None,
+    nodeids: Iterable[str] | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> PairedWorkersRun:
+    """Start both workers, measure (:meth:`PairedWorkers.run`), stop them; one call."""
+    with PairedWorkers(baseline, candidate, settings, log=log) as workers:
+        run = workers.run(should_continue=should_continue, nodeids=nodeids)
+    return run

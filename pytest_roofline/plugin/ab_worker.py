@@ -1,0 +1,291 @@
+"""The worker side of paired mode on persistent workers: one pytest session that serves windows.
+
+``pytest-roofline ab`` keeps one pytest process per revision alive for the whole run
+(:mod:`pytest_roofline.ab.workers` starts it through execnet, as pytest-xdist starts its
+workers). The controller sends the source of this module over an execnet gateway
+(``gateway.remote_exec``); it runs there as ``__channelexec__``, so the protocol is always the
+controller's, while pytest, the plugin and the code under test come from the side's own
+interpreter and tree. The worker
+
+1. receives its set-up (working directory, ``sys.path`` entries, environment, pytest
+   arguments) and runs ``pytest.main`` with :class:`WindowServer` as a plugin;
+2. after collection sends ``("collected", info)``: the node ids, the measured ones (those
+   that use the ``roofline`` fixture), each test's configured budget, collection errors, and
+   what the session imported (:func:`pytest_roofline.plugin.ab_imports.probe_record`);
+3. takes over ``pytest_runtestloop`` and serves commands until ``("stop",)``:
+   ``("window", nodeid, seconds)`` runs that test's protocol (set-up, call, teardown) once more
+   with a sampling budget of ``seconds`` and answers ``("window", reply)`` with the per-call
+   samples (little-endian float64 bytes), the batch size, the stop reason, the timings and the
+   counters' CPU share; a test that fails, errors or skips answers with that outcome and the
+   message instead of samples. ``("stop",)`` tears the fixtures down, answers
+   ``("stopped", info)`` and ends the session, after which ``("exited", status)`` follows.
+
+The measurement is the plugin's own: the ``roofline`` fixture's probe samples under a
+:class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early
+stop, no replay, no per-test outcome) and the samples are read from the call-phase report's
+``roofline`` attribute, exactly as the plugin's controller reads them. The first window of a
+test warms up for the plugin's warm-up time; later windows re-warm briefly (``rewarm_s``).
+
+Between windows of one test only function-scoped fixtures are torn down: the test's module,
+class and session fixtures stay set up as in an ordinary run, and are torn down when a window
+for a test outside them arrives, or at ``stop``.
+
+This module must stay runnable from its source alone (execnet sends the text): no dataclasses
+(they look their module up in ``sys.modules``), and only pytest, the standard library and
+pytest-roofline's plugin modules imported, inside the functions that run on the worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+    from execnet import Channel
+
+__all__ = ["PROTOCOL_VERSION", "WindowServer", "serve"]
+
+PROTOCOL_VERSION = 1
+# Longest message text sent back (a traceback); the controller shows it as is.
+_MESSAGE_CHARS = 4000
+REPORT_ATTRIBUTE = "roofline"  # pytest_roofline.plugin.session.REPORT_ATTRIBUTE
+
+
+def _text(longrepr: object) -> str:
+    text = str(longrepr) if longrepr is not None else ""
+    return text[-_MESSAGE_CHARS:]
+
+
+def _parents(item: pytest.Item) -> Any:
+    """The collector whose chain teardown keeps: ``item``'s parent (function scope goes)."""
+    return item.parent
+
+
+class WindowServer:
+    """The worker's pytest plugin: report collection, then serve windows until told to stop.
+
+    :param channel: the execnet channel to the controller.
+    :param rewarm_s: warm-up of every window after a test's first.
+    :param first_warmup_s: warm-up of a test's first window; ``None`` takes the plugin's
+        (``roofline_warmup``, default 0.05 s).
+    """
+
+    def __init__(self, channel: Channel, *, rewarm_s: float, first_warmup_s: float | None) -> None:
+        self.channel = channel
+        self.rewarm_s = rewarm_s
+        self.first_warmup_s = first_warmup_s
+        self.session: pytest.Session | None = None
+        self._collect_errors: list[str] = []
+        self._reports: list[pytest.TestReport] = []
+        self._windows: dict[str, int] = {}
+
+    # -- configuration and collection -----------------------------------------------------
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # The worker is one pytest session; pytest-xdist must not start workers of its own
+        # (the same reset as xdist's own workers make).
+        option = config.option
+        if getattr(option, "numprocesses", None):
+            option.numprocesses = None
+            option.dist = "no"
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._collect_errors.append(f"{report.nodeid or '(session)'}: {_text(report.longrepr)}")
+
+    def _probe(self, session: pytest.Session) -> dict[str, Any]:
+        from pathlib import Path
+
+        from pytest_roofline.plugin.ab_imports import probe_record
+
+        files = [str(Path(str(item.path)).resolve()) for item in session.items]
+        return probe_record(Path(session.config.rootpath), files)
+
+    def _collected(self, session: pytest.Session) -> dict[str, Any]:
+        from pytest_roofline.plugin.session import SETTINGS_KEY
+
+        measured, budgets = [], {}
+        for item in session.items:
+            if "roofline" in getattr(item, "fixturenames", ()):
+                measured.append(item.nodeid)
+                settings = item.stash.get(SETTINGS_KEY, None)
+                if settings is not None:
+                    budgets[item.nodeid] = float(settings.budget_s)
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "python": sys.executable,
+            "cwd": os.getcwd(),
+            "rootdir": str(session.config.rootpath),
+            "ids": [item.nodeid for item in session.items],
+            "measured": measured,
+            "budgets": budgets,
+            "errors": list(self._collect_errors),
+            "probe": json.dumps(self._probe(session)),
+        }
+
+    # -- the loop ---------------------------------------------------------------------------
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        self.session = session
+        items = {item.nodeid: item for item in session.items}
+        self.channel.send(("collected", self._collected(session)))
+        for command in self._commands():
+            if command[0] == "window":
+                _, nodeid, seconds = command
+                item = items.get(nodeid)
+                if item is None:
+                    self.channel.send(
+                        (
+                            "window",
+                            {
+                                "nodeid": nodeid,
+                                "record": "missing",
+                                "message": f"{nodeid} was not collected here",
+                            },
+                        )
+                    )
+                    continue
+                try:
+                    reply = self._window(item, float(seconds))
+                except Exception:  # a fixture teardown or hook error: this test's, not the worker's
+                    reply = {
+                        "nodeid": nodeid,
+                        "record": "error",
+                        "message": _text(traceback.format_exc()),
+                    }
+                self.channel.send(("window", reply))
+            else:
+                raise ValueError(f"ab_worker: unknown command {command!r}")
+        self._teardown_all(session)
+        self.channel.send(("stopped", {"probe": json.dumps(self._probe(session))}))
+        return True
+
+    def _commands(self) -> Iterator[tuple[Any, ...]]:
+        while True:
+            command = self.channel.receive()
+            if not isinstance(command, tuple) or not command or command[0] == "stop":
+                return
+            yield command
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._reports.append(report)
+
+    @staticmethod
+    def _teardown_all(session: pytest.Session) -> None:
+        # What pytest's own loop does with the last item (nextitem=None): tear everything down.
+        session._setupstate.teardown_exact(None)
+
+    def _window(self, item: pytest.Item, seconds: float) -> dict[str, Any]:
+        from pytest_roofline.plugin.session import WINDOW_KEY, SamplingWindow
+
+        session = item.session
+        first = item.nodeid not in self._windows
+        self._windows[item.nodeid] = self._windows.get(item.nodeid, 0) + 1
+        warmup = self.rewarm_s
+        if first:
+            warmup = self.first_warmup_s if self.first_warmup_s is not None else -1.0
+        # Fixtures of the previous test that this one does not share go now, outside the window.
+        session._setupstate.teardown_exact(item)
+        if warmup < 0:
+            from pytest_roofline.plugin import SESSION_KEY
+
+            warmup = float(item.config.stash[SESSION_KEY].settings.warmup_s)
+        item.stash[WINDOW_KEY] = SamplingWindow(budget_s=seconds, warmup_s=warmup)
+        self._reports = []
+        started = time.monotonic_ns()
+        try:
+            # nextitem = the parent: teardown keeps the module, class and session fixtures.
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=_parents(item))
+        finally:
+            finished = time.monotonic_ns()
+            del item.stash[WINDOW_KEY]
+        reports, self._reports = self._reports, []
+        reply: dict[str, Any] = {
+            "nodeid": item.nodeid,
+            "window": self._windows[item.nodeid],
+            "started_ns": started,
+            "finished_ns": finished,
+            "warmup_requested_s": warmup,
+        }
+        for report in reports:
+            if report.failed:
+                reply.update(outcome="failed", message=f"{report.when}: {_text(report.longrepr)}")
+                break
+            if report.skipped:
+                reply.update(outcome="skipped", message=_text(report.longrepr))
+                break
+        else:
+            call = next((r for r in reports if r.when == "call"), None)
+            data = getattr(call, REPORT_ATTRIBUTE, None) if call is not None else None
+            if not isinstance(data, dict):
+                reply.update(
+                    outcome="unmeasured",
+                    message="the test passed but measured nothing (it did not call roofline(fn))",
+                )
+            else:
+                reply.update(self._measured(data))
+            if call is not None and hasattr(call, REPORT_ATTRIBUTE):
+                # The terminal reporter keeps every report: drop the samples it would hold.
+                delattr(call, REPORT_ATTRIBUTE)
+        return reply
+
+    @staticmethod
+    def _measured(data: dict[str, Any]) -> dict[str, Any]:
+        result = dict(data["result"])
+        measurement = dict(result["measurement"])
+        samples = base64.b64decode(measurement.pop("samples_f64_b64"))
+        result["measurement"] = measurement
+        counters = measurement.get("counters") or {}
+        return {
+            "outcome": "passed",
+            "samples_f64": samples,
+            "batch_size": int(measurement["batch_size"]),
+            "stop_reason": str(measurement["stop_reason"]),
+            "sampling_s": float(measurement["elapsed_s"]),
+            "warmup_s": float(measurement["warmup_s"]),
+            "warmup_calls": int(measurement["warmup_calls"]),
+            "cpu_share": counters.get("cpu_share"),
+            # The payload without samples (declared work, quality, counters) as JSON text, so
+            # any value the plugin put there crosses the channel.
+            "result": json.dumps(result, default=float),
+        }
+
+
+def serve(channel: Channel) -> None:
+    """Run one worker on ``channel`` (what the module does when execnet executes it)."""
+    boot = channel.receive()
+    os.chdir(boot["chdir"])
+    for name, value in (boot.get("env") or {}).items():
+        os.environ[name] = value
+    # The side's import roots go first, as PYTHONPATH would put them in a fresh interpreter
+    # (execnet starts this one with the controller's environment): after the working
+    # directory, ahead of the user's PYTHONPATH and site-packages.
+    cwd = os.getcwd()
+    path = [cwd if entry == "" else entry for entry in sys.path]
+    if not path or path[0] != cwd:
+        path.insert(0, cwd)
+    roots = [str(p) for p in boot.get("sys_path") or ()]
+    sys.path[:] = [path[0], *roots, *(p for p in path[1:] if p not in roots)]
+    if boot.get("stderr_path"):
+        # Keep the worker's own stderr (warnings, a crash's traceback) for the controller's
+        # error messages instead of interleaving it with the controller's terminal.
+        fd = os.open(boot["stderr_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+    import pytest
+
+    plugin = WindowServer(
+        channel, rewarm_s=float(boot["rewarm_s"]), first_warmup_s=boot.get("first_warmup_s")
+    )
+    status = pytest.main(list(boot["args"]), plugins=[plugin])
+    channel.send(("exited", int(status)))
+
+
+if __name__ == "__channelexec__":
+    serve(channel)  # type: ignore[name-defined]  # noqa: F821  (execnet's global)

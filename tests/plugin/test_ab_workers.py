@@ -1,0 +1,305 @@
+"""Paired mode on persistent workers: real execnet workers on two small directories.
+
+Each side is a git-less directory with a ``src/sidepkg`` package (its import root) and a test
+file. ``sidepkg.SIDE`` differs (1 baseline, 2 candidate) and every test records it as a quality
+value, so which tree a window ran is read from the window's payload, not from timings. Windows
+are 20 ms; nothing here asserts on speed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_roofline.ab.workers import (
+    PairedWorkers,
+    SideSpec,
+    WindowSettings,
+    WorkerError,
+    pair_order,
+)
+
+ROOFLINE_YAML = """
+target: ci-runner
+targets:
+  ci-runner: {peak_flops_per_s: {fp64: 4.0e10}, peak_bytes_per_s: {dram: 2.0e10}}
+"""
+INI = "[pytest]\nroofline_warmup = 1ms\nroofline_min_samples = 5\n"
+PACKAGE = "SIDE = {side}\nN = {n}\n\n\ndef work():\n    return sum(i * i for i in range(N))\n"
+TESTS = """
+import os
+
+import pytest
+
+import sidepkg
+
+SETUPS = {{"module": 0, "function": 0}}
+
+
+@pytest.fixture(scope="module")
+def module_resource():
+    SETUPS["module"] += 1
+    yield
+    SETUPS["module"] -= 1
+
+
+@pytest.fixture
+def function_resource():
+    SETUPS["function"] += 1
+    return SETUPS["function"]
+
+
+def test_work(roofline):
+    roofline(sidepkg.work)
+    roofline.record_quality("side", sidepkg.SIDE, higher_is_better=True)
+
+
+def test_fixture_scopes(roofline, module_resource, function_resource):
+    roofline(sidepkg.work)
+    roofline.record_quality("module_setups", SETUPS["module"], higher_is_better=True)
+    roofline.record_quality("function_setups", function_resource, higher_is_better=True)
+
+
+def test_other(roofline):
+    roofline(sidepkg.work)
+
+
+def test_fails_on_candidate(roofline):
+    assert sidepkg.SIDE == 1, "broken on this side"
+    roofline(sidepkg.work)
+
+
+def test_not_measured():
+    pass
+{extra}
+"""
+FAST = WindowSettings(window_s=0.02, min_pairs=2, max_pairs=4, first_warmup_s=0.005, rewarm_s=0.001)
+# hypothesis's plugin (when installed) only slows each worker's start.
+ARGS = ("-p", "no:hypothesispytest", "tests")
+
+
+def make_side(root: Path, side: int, *, n: int, extra: str = "") -> Path:
+    (root / "src" / "sidepkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "sidepkg" / "__init__.py").write_text(PACKAGE.format(side=side, n=n))
+    (root / "tests" / "test_perf.py").write_text(TESTS.format(extra=extra))
+    (root / "roofline.yaml").write_text(ROOFLINE_YAML)
+    (root / "pytest.ini").write_text(INI)
+    return root
+
+
+def spec(side: str, root: Path, python: str = sys.executable) -> SideSpec:
+    return SideSpec(
+        side=side,  # type: ignore[arg-type]
+        python=python,
+        workdir=root,
+        sys_path=(root / "src",),
+        env={"PYTHONPATH": str(root / "src")},
+        pytest_args=ARGS,
+    )
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = make_side(tmp_path_factory.mktemp("baseline"), 1, n=200)
+    cand = make_side(
+        tmp_path_factory.mktemp("candidate"),
+        2,
+        n=2000,
+        extra="\n\ndef test_new_in_candidate(roofline):\n    roofline(sidepkg.work)\n",
+    )
+    return base, cand
+
+
+@pytest.fixture(scope="module")
+def workers(sides: tuple[Path, Path]) -> Iterator[PairedWorkers]:
+    base, cand = sides
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), FAST) as running:
+        yield running
+
+
+def test_both_workers_collect_their_own_tree_once(
+    workers: PairedWorkers, sides: tuple[Path, Path]
+) -> None:
+    base, cand = workers.collected["baseline"], workers.collected["candidate"]
+    assert base.pid != cand.pid and os.getpid() not in (base.pid, cand.pid)
+    assert Path(base.rootdir) == sides[0] and Path(cand.rootdir) == sides[1]
+    assert "tests/test_perf.py::test_work" in base.ids
+    assert "tests/test_perf.py::test_not_measured" not in base.measured
+    # The probe record says where each side imported its package from.
+    assert base.probe["modules"]["sidepkg"].startswith(str(sides[0] / "src"))
+    assert cand.probe["modules"]["sidepkg"].startswith(str(sides[1] / "src"))
+
+
+def test_the_difference_between_the_collections_is_reported(workers: PairedWorkers) -> None:
+    both, only_base, only_cand, unmeasured = workers.common_tests()
+    assert only_base == ()
+    assert only_cand == ("tests/test_perf.py::test_new_in_candidate",)
+    assert "tests/test_perf.py::test_new_in_candidate" not in both
+    assert unmeasured == ("tests/test_perf.py::test_not_measured",)
+
+
+def test_windows_alternate_in_abba_order_and_do_not_overlap(workers: PairedWorkers) -> None:
+    test = workers.measure_test("tests/test_perf.py::test_other")
+    assert test.stop == "max_pairs" and test.pairs == 4 and test.error is None
+    by_time = sorted(test.windows, key=lambda w: w.started_ns)
+    assert [w.side[0] for w in by_time] == list("bccbbccb")
+    assert [w.side for w in by_time] == [s for p in range(4) for s in pair_order(p)]
+    for earlier, later in itertools.pairwise(by_time):
+        assert earlier.finished_ns <= later.started_ns
+    assert [w.pair for w in by_time] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_each_window_brings_back_its_sides_samples(workers: PairedWorkers) -> None:
+    test = workers.measure_test("tests/test_perf.py::test_work")
+    assert len(test.base_windows) == len(test.cand_windows) == 4
+    for window in test.windows:
+        assert window.samples_s.dtype == np.float64 and window.samples_s.size >= 5
+        assert np.all(window.samples_s > 0)
+        assert window.batch_size >= 1 and window.stop_reason in ("budget", "max_samples")
+        side = window.result["measurement"]["quality"]["side"]["value"]
+        assert side == (1.0 if window.side == "baseline" else 2.0)
+        # Each window samples for its budget (the sampler stops only once it is spent).
+        assert window.sampling_s >= FAST.window_s
+        # The first window of a test on each side warms up for first_warmup_s, later ones
+        # for rewarm_s (the warm-up loop runs until its time is spent).
+        assert window.warmup_s >= (FAST.first_warmup_s if window.index == 0 else FAST.rewarm_s)
+
+
+def test_module_fixtures_persist_across_windows_and_function_fixtures_are_fresh(
+    workers: PairedWorkers,
+) -> None:
+    test = workers.measure_test("tests/test_perf.py::test_fixture_scopes")
+    base = [w.result["measurement"]["quality"] for w in test.windows if w.side == "baseline"]
+    assert {q["module_setups"]["value"] for q in base} == {1.0}
+    counts = [q["function_setups"]["value"] for q in base]
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
+
+
+def test_the_stopping_rule_is_asked_after_whole_abba_blocks_and_can_stop_a_test(
+    workers: PairedWorkers,
+) -> None:
+    looks: list[tuple[int, int]] = []
+
+    def should_continue(
+        nodeid: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]
+    ) -> bool:
+        assert nodeid == "tests/test_perf.py::test_other"
+        looks.append((len(base), len(cand)))
+        return False
+
+    test = workers.measure_test("tests/test_perf.py::test_other", should_continue)
+    assert looks == [(2, 2)]
+    assert test.stop == "decided" and test.pairs == 2
+
+
+def test_a_test_that_fails_on_one_side_is_an_error_for_that_test_only(
+    workers: PairedWorkers,
+) -> None:
+    run = workers.run(
+        nodeids=["tests/test_perf.py::test_fails_on_candidate", "tests/test_perf.py::test_other"]
+    )
+    failed = run.tests["tests/test_perf.py::test_fails_on_candidate"]
+    assert failed.stop == "error"
+    assert failed.error is not None
+    assert "candidate side" in failed.error and "broken on this side" in failed.error
+    # The baseline's first window ran; the workers stay usable for the next test.
+    assert len(failed.base_windows) == 1 and failed.cand_windows == []
+    assert run.tests["tests/test_perf.py::test_other"].stop == "max_pairs"
+
+
+def test_asking_for_a_test_one_side_does_not_measure_names_that_side(
+    workers: PairedWorkers,
+) -> None:
+    with pytest.raises(WorkerError, match="not a measured test on the baseline side") as info:
+        workers.run(nodeids=["tests/test_perf.py::test_new_in_candidate"])
+    assert info.value.side == "baseline"
+
+
+def test_a_worker_that_dies_is_reported_and_no_process_is_left(tmp_path: Path) -> None:
+    dies = "\n\ndef test_dies(roofline):\n    if sidepkg.SIDE == 2:\n        os._exit(3)\n    roofline(sidepkg.work)\n"
+    base = make_side(tmp_path / "a", 1, n=200, extra=dies)
+    cand = make_side(tmp_path / "b", 2, n=200, extra=dies)
+    workers = PairedWorkers(spec("baseline", base), spec("candidate", cand), FAST)
+    with pytest.raises(WorkerError, match="candidate worker died") as info, workers:
+        pids = [collected.pid for collected in workers.collected.values()]
+        workers.measure_test("tests/test_perf.py::test_dies")
+    assert info.value.side == "candidate"
+    assert info.value.nodeid == "tests/test_perf.py::test_dies"
+    assert all(gone(pid) for pid in pids)
+
+
+def test_a_hung_test_times_out_naming_the_side_and_the_worker_is_killed(tmp_path: Path) -> None:
+    hangs = "\n\ndef test_hangs(roofline):\n    import time\n    if sidepkg.SIDE == 1:\n        time.sleep(600)\n    roofline(sidepkg.work)\n"
+    base = make_side(tmp_path / "a", 1, n=200, extra=hangs)
+    cand = make_side(tmp_path / "b", 2, n=200, extra=hangs)
+    settings = WindowSettings(
+        window_s=0.02, min_pairs=2, max_pairs=2, rewarm_s=0.001, window_timeout_s=1.0
+    )
+    workers = PairedWorkers(spec("baseline", base), spec("candidate", cand), settings)
+    with (
+        pytest.raises(WorkerError, match="baseline worker did not answer within 1 s") as info,
+        workers,
+    ):
+        pids = [collected.pid for collected in workers.collected.values()]
+        workers.measure_test("tests/test_perf.py::test_hangs")
+    assert info.value.nodeid == "tests/test_perf.py::test_hangs"
+    assert all(gone(pid) for pid in pids)
+
+
+def test_a_collection_error_on_one_side_names_that_side(tmp_path: Path) -> None:
+    base = make_side(tmp_path / "a", 1, n=200)
+    cand = make_side(tmp_path / "b", 2, n=200)
+    (cand / "tests" / "test_broken.py").write_text("import no_such_module_here\n")
+    with (
+        pytest.raises(WorkerError, match="candidate side has collection errors") as info,
+        PairedWorkers(spec("baseline", base), spec("candidate", cand), FAST),
+    ):
+        pass
+    assert "no_such_module_here" in str(info.value)
+    assert info.value.side == "candidate"
+
+
+def test_a_missing_interpreter_names_the_side(tmp_path: Path) -> None:
+    base = make_side(tmp_path / "a", 1, n=200)
+    missing = str(tmp_path / "no-python")
+    with (
+        pytest.raises(WorkerError, match="baseline worker could not start") as info,
+        PairedWorkers(spec("baseline", base, missing), spec("candidate", base), FAST),
+    ):
+        pass
+    assert info.value.side == "baseline"
+
+
+def test_stopping_ends_both_processes(sides: tuple[Path, Path]) -> None:
+    base, cand = sides
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), FAST) as workers:
+        pids = [collected.pid for collected in workers.collected.values()]
+        workers.measure_test("tests/test_perf.py::test_other")
+    assert all(gone(pid) for pid in pids)
+    # The final probe record (after the windows ran) came back from both sides.
+    assert set(workers.final_probes) == {"baseline", "candidate"}
+
+
+def test_a_missing_working_directory_names_the_side(tmp_path: Path) -> None:
+    base = make_side(tmp_path / "a", 1, n=200)
+    with (
+        pytest.raises(WorkerError, match="baseline side's working directory") as info,
+        PairedWorkers(spec("baseline", tmp_path / "gone"), spec("candidate", base), FAST),
+    ):
+        pass
+    assert info.value.side == "baseline"
