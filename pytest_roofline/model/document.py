@@ -17,7 +17,9 @@ Readers ignore keys they do not know.
   ridge band, overhead share, default noise floors) and the platform projection as computed
   (``run.platforms``, ``tests[].platforms``), so a re-rendered run shows what it used, not what
   today's library would use. A document without ``run.method`` was made by 0.1.0 and reads as
-  made with its settings (:data:`METHOD_V1`).
+  made with its settings (:data:`METHOD_V1`). It also adds ``next_steps``: what to do about
+  each run-level reason (a run that escalates with no test to review still says what to do);
+  and records the platform projection only onto the presets relevant to the run's target.
 """
 
 from __future__ import annotations
@@ -541,6 +543,8 @@ class RunDocument(Record):
     schema_version: int = SCHEMA_VERSION
     decision: Decision | None = None
     reasons: tuple[str, ...] = ()
+    # 0.2.0: the next step of each run-level reason (commands in backticks).
+    next_steps: tuple[str, ...] = ()
     run: RunInfo = field(default_factory=RunInfo)
     observability: ObservabilityRecord = field(default_factory=ObservabilityRecord)
     versions: Mapping[str, str | None] = field(default_factory=dict)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.report.format import (
     DECISION_ORDER,
+    code_spans,
     decision_name,
     format_interval,
     format_ratio,
@@ -25,6 +26,8 @@ __all__ = ["code", "escape", "render_markdown"]
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]|~")
 #: Characters that start a block (heading, list, quote) when they open a line or a list item.
 _LINE_START = frozenset("#-+=>")
+# How the headline's decision reads in a sentence about the run.
+_PAST = {"rollback": "rolled back", "escalate": "escalated"}
 # HTML-significant characters become entities, which Markdown shows as the plain character.
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
@@ -106,7 +109,15 @@ def _headline(document: RunDocument) -> list[str]:
         "",
     ]
     lines += [f"- {escape(r, line_start=True)}" for r in document.reasons if r]
+    if document.next_steps:
+        lines.append("")
+        lines += [f"**Next step:** {_spans(step)}" for step in document.next_steps if step]
     return lines
+
+
+def _spans(text: str) -> str:
+    """Text with its backticked commands as code spans, everything else escaped."""
+    return "".join(code(part) if is_code else escape(part) for part, is_code in code_spans(text))
 
 
 def _context(document: RunDocument) -> list[str]:
@@ -159,11 +170,15 @@ def render_markdown(
                 f"…and {len(flagged) - max_tests} more non-ship test(s): see the HTML report.",
             ]
     elif tests:
-        lines.append(
-            f"All {len(tests)} tests ship."
-            if document.decision == "ship"
-            else "No test needs review."
-        )
+        if document.decision == "ship":
+            lines.append(f"All {len(tests)} tests ship.")
+        elif document.decision in ("rollback", "escalate"):
+            lines.append(
+                f"No single test needs review: the run {_PAST[document.decision]} for the "
+                "run-level reason(s) above; the next step says what to do."
+            )
+        else:
+            lines.append("No test needs review.")
     else:
         lines.append("No measured tests in this run.")
     lines.append("")

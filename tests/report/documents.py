@@ -270,7 +270,7 @@ def _test(
                     "key": "p99",
                     "threshold_s": 4e-3,
                     "estimate_s": cq["p99_s"],
-                    "status": "ok" if decision != "rollback" else "breach",
+                    "status": "met" if decision != "rollback" else "breach",
                 }
             ]
             if index % 2

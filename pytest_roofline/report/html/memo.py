@@ -5,11 +5,13 @@ from __future__ import annotations
 from pytest_roofline.model.document import CountersRecord, TestRecord
 from pytest_roofline.report.charts.latency import ecdf_chart, timeline_chart
 from pytest_roofline.report.format import (
+    KEEP_FASTER_ADVICE,
     decision_name,
     format_interval,
     format_percent,
     format_ratio,
     format_seconds,
+    got_faster,
     si,
 )
 from pytest_roofline.report.html.table import ratio_strip
@@ -133,6 +135,16 @@ def _movement(test: TestRecord) -> tuple[str, ...]:
     return tuple(moves)
 
 
+def _faster(test: TestRecord) -> str | None:
+    """For a test that got faster: there is nothing to revert (``None`` otherwise)."""
+    if not got_faster(test):
+        return None
+    ratios = ", ".join(
+        f"{q} {format_ratio(r)}" for q in ("p50", "p95", "p99") if (r := test.ratio(q)) is not None
+    )
+    return f"Nothing to revert: the test got faster than the baseline ({ratios})."
+
+
 def _replay(test: TestRecord) -> str:
     replay = test.replay
     if replay is None or not replay.attempted:
@@ -204,6 +216,7 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
     """The review memo of ``test`` (the ``index``-th test of the document)."""
     rows, notes, summary = _counters(test.counters)
     candidate = list(test.series.candidate or ())
+    faster = _faster(test)
     references = {
         "baseline p95": test.baseline.p95_s if test.baseline is not None else None,
         "candidate p95": test.p95_s,
@@ -225,7 +238,10 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
         hypotheses=test.competing_hypotheses,
         missing_evidence=test.missing_evidence,
         rollback_boundary=test.rollback_boundary,
-        movement=_movement(test),
+        # Where the quantiles go if a change is undone: no question for an improvement.
+        movement=_movement(test) if faster is None else (),
+        faster=faster,
+        decide=KEEP_FASTER_ADVICE if faster is not None else None,
         risks=_risks(test, summary),
         replay_command=test.replay_command,
         replay=_replay(test),

@@ -21,6 +21,7 @@ __all__ = [
     "RatioStrip",
     "ReportView",
     "Row",
+    "Spans",
     "StripDot",
     "StripRow",
     "TagRow",
@@ -57,10 +58,16 @@ class TagRow:
     first_failing: bool
 
 
+Spans = tuple[tuple[str, bool], ...]
+"""Text as ``(part, is_code)`` pieces: the template shows code pieces as ``<code>``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Banner:
     decision: str
     reasons: tuple[str, ...]
+    #: What to do about each run-level reason (commands as code pieces).
+    next_steps: tuple[Spans, ...]
     label: str
     baseline: str
     target: str
@@ -160,6 +167,9 @@ class Memo:
     missing_evidence: tuple[str, ...]
     rollback_boundary: str | None
     movement: tuple[str, ...]
+    #: Set when the test got faster: nothing to revert, and what a human must decide instead.
+    faster: str | None
+    decide: str | None
     risks: tuple[str, ...]
     replay_command: str | None
     replay: str

@@ -1,0 +1,241 @@
+"""The report never overstates: one test per overstatement a new user's trial found (issue 11).
+
+Each test renders a document in the state the trial saw and checks that every renderer says
+what the evidence supports: an unassessed SLA is not "met", an improvement is not "reverted", a
+first look that did not reproduce is not a regression, a run-level escalation says what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_roofline.model.document import RunDocument
+from pytest_roofline.report.html import render_html
+from pytest_roofline.report.markdown import render_markdown
+from pytest_roofline.report.terminal import memo_text, render_terminal
+from tests.report.documents import make_document
+from tests.report.page import Element, Page, parse
+
+AB_STEP = (
+    "Measure both sides in one job, in alternating rounds: `pytest-roofline ab "
+    "--baseline=77d0e41 -- TESTS` (the baseline's commit; TESTS: this run's test paths)."
+)
+
+
+def _page(document: dict[str, Any]) -> Page:
+    return parse(render_html(RunDocument.read(document)))
+
+
+def _row(page: Page, nodeid: str) -> Element:
+    rows = page.by_id("test-table").find_all("tbody")[0].find_all("tr")
+    return next(r for r in rows if r.find_all("span", cls="id")[0].text == nodeid)
+
+
+def _cell(row: Element, column: str) -> Element:
+    """The cell of ``row`` under the header named ``column``."""
+    table = row.parent
+    while table is not None and table.tag != "table":
+        table = table.parent
+    assert table is not None
+    headers = [th.text for th in table.find_all("thead")[0].find_all("th")]
+    cells = [c for c in row.children if c.tag == "td"]
+    return cells[headers.index(column)]
+
+
+def _terminal(document: RunDocument) -> str:
+    lines: list[str] = []
+    render_terminal(
+        document,
+        write_sep=lambda sep, title: lines.append(f"{sep * 3} {title}"),
+        write_line=lines.append,
+        verbosity=0,
+        files=[],
+    )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- run-level next step
+def _run_level_escalation() -> dict[str, Any]:
+    document = make_document(12, seed=2)
+    for test in document["tests"]:
+        test["decision"] = "ship"
+    document["decision"] = "escalate"
+    document["reasons"] = [
+        "the whole run moved together by x1.500 over 12 tests (more than +/-35%): machine "
+        "speed or a shared layer changed; confirm with a paired A/B run before acting on "
+        "individual tests"
+    ]
+    document["next_steps"] = [AB_STEP]
+    return document
+
+
+def test_a_run_level_escalation_without_a_test_to_review_says_what_to_do_in_html() -> None:
+    memos = _page(_run_level_escalation()).by_id("memos")
+    assert "every test ships" not in memos.text
+    assert "No single test needs review" in memos.text
+    assert "moved together by x1.500" in memos.text
+    commands = [c.text for c in memos.find_all("code")]
+    assert "pytest-roofline ab --baseline=77d0e41 -- TESTS" in commands
+
+
+def test_a_run_level_escalation_says_what_to_do_in_markdown_and_the_terminal() -> None:
+    document = RunDocument.read(_run_level_escalation())
+    markdown = render_markdown(document)
+    assert "No test needs review." not in markdown
+    assert "**Next step:**" in markdown
+    assert "`pytest-roofline ab --baseline=77d0e41 -- TESTS`" in markdown
+    terminal = _terminal(document)
+    assert "next: Measure both sides in one job" in terminal
+
+
+def test_a_shipping_run_without_memos_still_says_every_test_ships() -> None:
+    document = make_document(12)
+    for test in document["tests"]:
+        test["decision"] = "ship"
+    document["decision"] = "ship"
+    memos = _page(document).by_id("memos")
+    assert "every test ships" in memos.text
+    assert "Next step" not in memos.text
+
+
+# --------------------------------------------------------------------------- SLA column
+def _with_sla(statuses: list[str]) -> tuple[dict[str, Any], str]:
+    document = make_document(3, seed=4)
+    test = document["tests"][0]
+    checks = [
+        {
+            "key": "p95",
+            "status": status,
+            "threshold_s": 0.020,
+            "estimate_s": 0.0225,
+            "detail": f"p95 22.5 ms against SLA 20 ms: {status} (n=40)",
+        }
+        for status in statuses
+    ]
+    # As the gate records it: only breaches and possible breaches are violations.
+    violations = [c["detail"] for c in checks if c["status"] in ("breach", "possible breach")]
+    test["sla"] = {"ok": not violations, "violations": violations, "checks": checks}
+    return document, test["nodeid"]
+
+
+def test_an_sla_that_could_not_be_assessed_is_not_shown_as_met() -> None:
+    document, nodeid = _with_sla(["unassessable"])
+    cell = _cell(_row(_page(document), nodeid), "SLA")
+    assert "met" not in cell.text.split()
+    assert "unassessed" in cell.text
+    assert "22.5 ms against SLA 20 ms" in cell.attrs["title"]
+
+
+def test_a_possible_breach_is_shown_as_possible_and_an_unconfirmed_sla_as_unconfirmed() -> None:
+    document, nodeid = _with_sla(["possible breach", "met"])
+    cell = _cell(_row(_page(document), nodeid), "SLA")
+    assert cell.text == "possible breach"
+    document, nodeid = _with_sla(["not detected"])
+    cell = _cell(_row(_page(document), nodeid), "SLA")
+    assert "met" not in cell.text.split() and "unconfirmed" in cell.text
+    document, nodeid = _with_sla(["met", "met"])
+    assert _cell(_row(_page(document), nodeid), "SLA").text == "met"
+    document, nodeid = _with_sla(["breach", "unassessable"])
+    assert _cell(_row(_page(document), nodeid), "SLA").text == "1 breach"
+
+
+# --------------------------------------------------------------------------- an escalated improvement
+def _escalated_improvement() -> tuple[dict[str, Any], dict[str, Any]]:
+    document = make_document(3, seed=6)
+    test = document["tests"][1]
+    test["decision"] = "escalate"
+    test["rollback_boundary"] = "revert the tiling change"
+    test["reasons"] = [
+        "declared precision changed fp32 -> fp16 without quality evidence (record_quality)"
+    ]
+    test["missing_evidence"] = ["quality evidence for the precision change"]
+    # 13.7 times faster: undoing the change would "move" the quantiles by +1268%.
+    for q in ("p50", "p95", "p99"):
+        test[f"{q}_s"] = 1e-4
+        test["baseline"][f"{q}_s"] = 1.368e-3
+    test["change"] = {
+        q: {"ratio": 0.0731, "ci_low": 0.07, "ci_high": 0.076, "verdict": "ok", "improvement": True}
+        for q in ("p50", "p95", "p99")
+    }
+    return document, test
+
+
+def test_an_escalated_improvement_gives_no_revert_advice_and_says_what_to_decide() -> None:
+    document, test = _escalated_improvement()
+    page = _page(document)
+    memo = next(m for m in page.find_all("article", cls="memo") if test["nodeid"] in m.text)
+    text = memo.text
+    assert "revert the tiling change" not in text
+    assert "+1268%" not in text
+    assert "Nothing to revert" in text and "got faster" in text
+    assert "A human must decide" in text
+    assert "without quality evidence" in text
+    assert "--roofline-save" in text
+
+
+def test_an_escalated_improvement_gives_no_revert_advice_in_the_terminal_memo() -> None:
+    document, _ = _escalated_improvement()
+    record = RunDocument.read(document).tests[1]
+    text = memo_text(record)
+    assert "revert the tiling change" not in text
+    assert "nothing to revert" in text and "decide" in text
+
+
+def test_a_regression_keeps_its_rollback_boundary_and_expected_movement() -> None:
+    document = make_document(3, seed=6)
+    test = document["tests"][0]  # the fixed rollback
+    test["rollback_boundary"] = "revert the tiling change"
+    page = _page(document)
+    memo = next(m for m in page.find_all("article", cls="memo") if test["nodeid"] in m.text)
+    assert "revert the tiling change" in memo.text
+    assert "If undoing the change restores the baseline's speed" in memo.text
+
+
+# --------------------------------------------------------------------------- a first look that did not reproduce
+def _unreproduced_first_look() -> tuple[dict[str, Any], dict[str, Any]]:
+    document = make_document(3, seed=8)
+    test = document["tests"][2]
+    test["decision"] = "escalate"
+    test["p50_s"], test["baseline"]["p50_s"] = 3.91e-6, 5.01e-6
+    test["common_mode_applied"] = 0.70
+    test["change"] = {
+        "p50": {"ratio": 1.12, "ci_low": 1.08, "ci_high": 1.16, "verdict": "regression"},
+        "p95": {"ratio": 1.01, "ci_low": 0.95, "ci_high": 1.06, "verdict": "ok"},
+        "p99": {"ratio": 1.02, "ci_low": 0.9, "ci_high": 1.1, "verdict": "not detected"},
+    }
+    test["replay"] = {
+        "attempted": True,
+        "count": 1,
+        "reproduced": False,
+        "ratios": {"p50": [0.97], "p95": [1.0], "p99": [1.01]},
+    }
+    test["reasons"] = [
+        "p50 regressed x1.120 [1.080, 1.160] (margin +5%, 5.01 µs -> 5.59 µs), "
+        "but it did not reproduce on replay"
+    ]
+    return document, test
+
+
+def test_a_first_look_that_did_not_reproduce_is_not_shown_as_a_regression() -> None:
+    document, test = _unreproduced_first_look()
+    row = _row(_page(document), test["nodeid"])
+    verdict = _cell(row, "verdict")
+    assert not verdict.find_all(cls="v-regression"), verdict
+    assert "v-regression" not in verdict.classes
+    assert "first look" in verdict.text and "not reproduced" in verdict.text
+    # Both measurements: the first look's ratio and the replay's.
+    assert "×1.12" in verdict.text and "replay ×0.97" in verdict.text
+    # Which measurement the row's numbers are, and why its ratio differs from p50 ÷ was.
+    p50 = _cell(row, "p50")
+    assert "3.91 µs" in p50.text and "was 5.01 µs" in p50.text
+    assert "first measurement" in p50.attrs.get("title", "")
+    assert "shift ×0.70" in verdict.attrs.get("title", "") + verdict.text
+
+
+def test_a_reproduced_regression_is_still_shown_as_one() -> None:
+    document, test = _unreproduced_first_look()
+    test["replay"]["reproduced"] = True
+    test["replay"]["ratios"]["p50"] = [1.14]
+    verdict = _cell(_row(_page(document), test["nodeid"]), "verdict")
+    assert verdict.find_all(cls="v-regression")
+    assert "not reproduced" not in verdict.text
