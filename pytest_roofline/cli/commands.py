@@ -116,7 +116,14 @@ def _render(
         _write_text(args.html, render_html(document))
         print(f"wrote HTML to {args.html}")
     if args.markdown:
-        _write_text(args.markdown, render_markdown(document, report_path=args.html))
+        markdown = render_markdown(
+            document,
+            report_path=args.html,
+            markdown_path=args.markdown,
+            # Every subcommand that renders writes the HTML report with --html.
+            report_option="--html PATH",
+        )
+        _write_text(args.markdown, markdown)
         print(f"wrote Markdown to {args.markdown}")
     for line in _summary_lines(document):
         print(line)

@@ -396,7 +396,11 @@ class RooflineSession:
             (
                 "Markdown summary",
                 settings.markdown_path,
-                lambda: render_markdown(document, report_path=_text(settings.report_path)),
+                lambda: render_markdown(
+                    document,
+                    report_path=_text(settings.report_path),
+                    markdown_path=_text(settings.markdown_path),
+                ),
             ),
         ]
         for kind, path, render in writers:

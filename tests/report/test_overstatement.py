@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_roofline.model.document import RunDocument
 from pytest_roofline.report.html import render_html
-from pytest_roofline.report.markdown import render_markdown
+from pytest_roofline.report.markdown import escape, render_markdown
 from pytest_roofline.report.terminal import memo_text, render_terminal
 from tests.report.documents import make_document
 from tests.report.page import Element, Page, parse
@@ -239,3 +239,65 @@ def test_a_reproduced_regression_is_still_shown_as_one() -> None:
     verdict = _cell(_row(_page(document), test["nodeid"]), "verdict")
     assert verdict.find_all(cls="v-regression")
     assert "not reproduced" not in verdict.text
+
+
+# --------------------------------------------------------------------------- the Markdown summary
+def test_the_markdown_gates_p50_so_it_shows_a_p50_column() -> None:
+    document = make_document(12, seed=1)
+    flagged = next(t for t in document["tests"] if t["decision"] == "rollback" and t["change"])
+    flagged["change"]["p50"] = {
+        "ratio": 1.61,
+        "ci_low": 1.5,
+        "ci_high": 1.7,
+        "verdict": "regression",
+    }
+    text = render_markdown(RunDocument.read(document))
+    header = next(line for line in text.splitlines() if line.startswith("| decision |"))
+    assert header.split(" | ")[2] == "p50 (90% interval)"
+    row = next(line for line in text.splitlines() if escape(flagged["nodeid"]) in line)
+    assert "×1.61 \\[1.50, 1.70\\] regression" in row.split(" | ")[2]
+
+
+def test_the_markdown_links_the_report_relative_to_itself_never_by_a_local_absolute_path() -> None:
+    document = RunDocument.read(make_document(12))
+    beside = render_markdown(
+        document,
+        report_path="/home/runner/work/app/app/roofline.html",
+        markdown_path="/home/runner/work/app/app/roofline.md",
+    )
+    below = render_markdown(
+        document,
+        report_path="/home/runner/work/app/app/reports/roofline.html",
+        markdown_path="/home/runner/work/app/app/roofline.md",
+    )
+    elsewhere = render_markdown(
+        document,
+        report_path="/home/runner/work/app/app/roofline.html",
+        markdown_path="/home/runner/_temp/_runner_file_commands/step_summary_1",
+    )
+    for text in (beside, below, elsewhere):
+        assert "/home/runner" not in text
+    assert "`roofline.html`" in beside and "beside this summary" in beside
+    assert "`reports/roofline.html`" in below and "relative to this summary" in below
+    assert "`roofline.html`" in elsewhere and "file name" in elsewhere
+
+
+def test_the_markdown_points_to_the_report_option_of_the_command_that_wrote_it(
+    tmp_path: Any, capsys: Any
+) -> None:
+    from pytest_roofline.cli import main
+    from pytest_roofline.store import RunRecord, Store
+
+    store = tmp_path / "store.sqlite"
+    document = make_document(12)
+    with Store.open(store) as opened:
+        opened.save_run(
+            RunRecord("pr", 1.0, 2.0, {}, {}, "m", summary={"document": document}), []
+        )
+    summary = tmp_path / "summary.md"
+    assert main(["report", "pr", "--store", str(store), "--markdown", str(summary)]) in (0, 1)
+    text = summary.read_text(encoding="utf-8")
+    assert "--roofline-report" not in text
+    assert "`--html PATH`" in text
+    plugin = render_markdown(RunDocument.read(document))
+    assert "`--roofline-report=PATH`" in plugin
