@@ -376,7 +376,7 @@ def _drift_threshold(deltas: Mapping[str, float]) -> float:
 
     A drift smaller than half the p95 margin cannot by itself push a quantile past the margin,
     and machine speed on shared runners wanders by a few percent within seconds
-    (research/noise-here.md §2): flagging those would escalate unchanged code.
+    (docs/noise.md, section 2): flagging those would escalate unchanged code.
     """
     if "p95" in deltas:
         return max(0.03, deltas["p95"] / 2)
@@ -413,7 +413,7 @@ def evaluate(
         baseline_summary = summarize(entry.samples_s)
         deltas = margins(entry, context)
         # The run-wide shift seen so far is divided out of the candidate before comparing, so a
-        # machine that is slower for the whole run does not roll back every test (DESIGN 6);
+        # machine that is slower for the whole run does not roll back every test;
         # the shift itself is reported and judged at run level.
         comparisons = _compare(
             entry.samples_s, samples / common_mode, deltas, context, result.nodeid, salt=0

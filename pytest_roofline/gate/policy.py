@@ -1,6 +1,6 @@
 """The decision policy: evidence → ship / rollback / escalate, with reasons. The only place a verdict is made.
 
-Pure (no pytest, no I/O). Per test (DESIGN 7):
+Pure (no pytest, no I/O). Per test (docs/gate.md):
 
 * **rollback** — a confirmed p95/p99 regression (reproduced on replay when replay is on), a
   confident SLA breach, a quality drift beyond tolerance, or an efficiency collapse with a

@@ -66,7 +66,7 @@ __all__ = [
     "stored_result",
 ]
 
-# A run-wide shift larger than the p50 run-to-run noise of separate runs (research/noise-here.md)
+# A run-wide shift larger than the p50 run-to-run noise of separate runs (docs/noise.md)
 # is more likely the machine or a shared layer than the code of every test.
 COMMON_MODE_THRESHOLD = stats.DEFAULT_NOISE_FLOOR[0.5]
 # The median of fewer log ratios than this is too close to the individual tests to stand for

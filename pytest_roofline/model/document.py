@@ -11,7 +11,7 @@ Format history. ``schema_version`` changes only when a reader of the old version
 misread a new document; keys added since are listed here with the release that added them.
 Readers ignore keys they do not know.
 
-* ``schema_version: 1``, pytest-roofline 0.1.0: the first format (the DESIGN document, section 2.5); paired runs add
+* ``schema_version: 1``, pytest-roofline 0.1.0: the first format; paired runs add
   ``run.rounds``, ``run.paired`` and ``tests[].paired``.
 * 0.2.0 adds the run's method settings as used (``run.method``: sample floors, absolute floor,
   ridge band, overhead share, default noise floors) and the platform projection as computed
@@ -526,7 +526,7 @@ class SliceCoverage(Record):
 
 @dataclass(frozen=True, slots=True)
 class ObservabilityRecord(Record):
-    """The run's evidence-quality figures, each a share of its measured tests (DESIGN 2.5)."""
+    """The run's evidence-quality figures, each a share of its measured tests (docs/gate.md)."""
 
     counter_completeness: float | None = None
     trigger_coverage: float | None = None

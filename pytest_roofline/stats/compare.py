@@ -119,7 +119,7 @@ def classify(
     abs_change_s: float,
     abs_floor_s: float,
 ) -> tuple[Verdict, bool, str]:
-    """The DESIGN section 6 verdict of a comparison that has enough samples."""
+    """The verdict of a comparison that has enough samples (docs/statistics.md, section 4)."""
     margin = 1.0 + delta
     head = f"{qname(q)} x{ratio:.3g} [{low:.3g}, {high:.3g}]"
     big_enough = abs(abs_change_s) >= abs_floor_s
@@ -287,7 +287,7 @@ def compare_quantile(
     indicator, :func:`effective_sample_size`) widens the interval for autocorrelated samples.
     Each bound is one-sided at ``alpha``.
 
-    Verdict (DESIGN section 6), with ``delta`` raised to the comparison's own minimum detectable
+    Verdict (docs/statistics.md, section 4), with ``delta`` raised to the comparison's own minimum detectable
     effect when ``mde_floor`` is true:
 
     * ``insufficient``: either side has fewer than :func:`n_floor` samples, or its effective
@@ -318,7 +318,7 @@ def compare_quantile(
     n_boot : int, optional
         Bootstrap draws per side (at least 100).
     mde_floor : bool, optional
-        Use ``max(delta, mde)`` as the margin (DESIGN: delta is never below the test's MDE).
+        Use ``max(delta, mde)`` as the margin (delta is never below the test's MDE).
     rng : numpy.random.Generator
         Source of the bootstrap draws (base first, then candidate).
 

@@ -3,7 +3,7 @@
 Pure numpy/scipy, no pytest.
 
 Why rounds. On shared CI machines an unchanged test moves by ±20–30% between two pytest runs,
-and machine speed drifts within seconds (``research/noise-here.md``). Within-run intervals do
+and machine speed drifts within seconds (``docs/noise.md``). Within-run intervals do
 not see that drift, so a comparison of two separate runs needs a margin of about +30% on p95.
 Measuring baseline and candidate in alternating short rounds (ABBA order: A B, B A, A B, ...)
 puts both sides under the same machine conditions; the per-round log ratio
@@ -419,7 +419,7 @@ def compare_paired(
     p = float(scipy_stats.t.sf(mean / se, df))
     mde = math.expm1((t_alpha + t_power) * se)
     delta_used = max(delta, mde) if mde_floor else delta
-    # The verdict rule is the gate's own (DESIGN 6): one implementation for both designs.
+    # The verdict rule is the gate's own: one implementation for both designs.
     verdict, improvement, reason = classify(
         q=q,
         ratio=ratio,

@@ -91,7 +91,7 @@ def _mechanism(test: TestRecord) -> tuple[Fact, ...]:
 
 
 def _counter_value(name: str, value: float) -> str:
-    # Counter names carry their unit (DESIGN 4): "..._s" seconds, "..._bytes" bytes.
+    # Counter names carry their unit (docs/counters.md): "..._s" seconds, "..._bytes" bytes.
     if name.endswith("_s"):
         return format_seconds(value)
     if name.endswith("_bytes"):
