@@ -30,8 +30,7 @@ from pytest_roofline.gate.evidence import (
 )
 from pytest_roofline.gate.layers import hardware_difference, layer_of, layers_changed, tag_diff
 from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
-from pytest_roofline.gate.record import platform_targets, test_record
-from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.gate.record import platform_targets, relevant_presets, test_record
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import (
     CommonModeRecord,
@@ -178,7 +177,7 @@ def judge_test(
             result.nodeid, context.baseline_label, target.name if target else None
         ),
         baseline_samples=entry.samples_s if entry is not None else None,
-        presets=load_presets(),
+        presets=relevant_presets(target),
     )
 
 
@@ -421,7 +420,7 @@ def analyse_run(
         missing_from_baseline=tuple(n for n in sorted(results) if baseline and n not in base_ids),
         missing_from_candidate=tuple(n for n in sorted(base_ids) if n not in results),
         method=method_record(gate),
-        platforms=platform_targets(),
+        platforms=platform_targets(target),
     )
     return RunDocument(
         decision=decision,

@@ -301,3 +301,34 @@ def test_the_markdown_points_to_the_report_option_of_the_command_that_wrote_it(
     assert "`--html PATH`" in text
     plugin = render_markdown(RunDocument.read(document))
     assert "`--roofline-report=PATH`" in plugin
+
+
+# --------------------------------------------------------------------------- the platform matrix
+def test_a_cpu_run_projects_onto_cpu_presets_only_behind_a_closed_disclosure() -> None:
+    from dataclasses import replace
+
+    from pytest_roofline.gate.record import with_platforms
+    from pytest_roofline.model.document import TargetRecord
+
+    host = TargetRecord(
+        name="host",
+        source="measured",
+        description="this host, measured 2026-11-29: x86_64",
+        peak_flops_per_s={"fp64": 3e10, "fp32": 6e10},
+        peak_bytes_per_s={"dram": 1e10},
+    )
+    document = RunDocument.read(make_document(12))
+    # A run as 0.1.0 stored it (no projection recorded), on the host: projected when rendered.
+    stored = replace(
+        document,
+        run=replace(document.run, target=host, platforms=(), method=None),
+        tests=tuple(replace(t, platforms={}) for t in document.tests),
+    )
+    page = parse(render_html(with_platforms(stored)))
+    section = page.by_id("platforms")
+    disclosure = section.find_all("details")[0]
+    assert "open" not in disclosure.attrs
+    table = disclosure.find_all("table", cls="matrix")[0]
+    header = [th.text for th in table.find_all("th")][3:]
+    assert header == ["xeon-8480", "epyc-9654"]
+    assert not {"h100-sxm", "tpu-v5e", "mi300x"} & set(header)
