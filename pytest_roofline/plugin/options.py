@@ -162,7 +162,7 @@ def inert_options(cli: Mapping[str, Any]) -> list[str]:
     Only the command line counts: an ini file may set where reports go for the runs that do
     measure, and a plain ``pytest`` run with such an ini file is not a mistake.
     """
-    given = []
+    given: list[str] = []
     for name in _INERT_WITHOUT_ROOFLINE:
         value = cli.get(name)
         if value is None:

@@ -7,6 +7,7 @@ Renderers (terminal, Markdown, HTML, the command's tables) read the run document
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 from pytest_roofline.model.document import TestRecord
@@ -22,6 +23,7 @@ __all__ = [
     "format_ratio",
     "format_seconds",
     "got_faster",
+    "id_parts",
     "review_key",
     "review_order",
     "si",
@@ -100,3 +102,21 @@ KEEP_FASTER_ADVICE = (
     "new baseline (--roofline-save=LABEL)."
 )
 """What a reviewer of an escalated test that got faster must decide, and how to keep it."""
+
+
+def id_parts(nodeid: str) -> tuple[str, ...]:
+    """``nodeid`` cut where a line may break: after ``/`` and ``::``, before ``[``, and after
+    ``-`` between parameters.
+
+    The HTML report joins the parts with ``<wbr>``, so a long id wraps between its path,
+    function and parameter parts instead of in the middle of a name.
+    """
+    head, bracket, params = nodeid.partition("[")
+    parts = [p for p in _PATH_BREAKS.split(head) if p]
+    if bracket:
+        parts += [p for p in _PARAM_BREAKS.split(bracket + params) if p]
+    return tuple(parts)
+
+
+_PATH_BREAKS = re.compile(r"(?<=/)|(?<=::)")
+_PARAM_BREAKS = re.compile(r"(?<=-)|(?<=::)")

@@ -332,3 +332,50 @@ def test_a_cpu_run_projects_onto_cpu_presets_only_behind_a_closed_disclosure() -
     header = [th.text for th in table.find_all("th")][3:]
     assert header == ["xeon-8480", "epyc-9654"]
     assert not {"h100-sxm", "tpu-v5e", "mi300x"} & set(header)
+
+
+# --------------------------------------------------------------------------- the page's structure
+def test_every_method_heading_travels_with_its_content() -> None:
+    # The method notes flow in two columns; a heading alone at a column's foot read as an empty
+    # "Floors and margins". Each heading and what it introduces form one unbreakable part.
+    method = _page(make_document(12)).by_id("method")
+    headings = method.find_all("h3")
+    assert any(h.text.lower() == "floors and margins" for h in headings)
+    for heading in headings:
+        part = heading.parent
+        assert part is not None and "method-part" in part.classes, heading
+        siblings = [c for c in part.children]
+        assert siblings.index(heading) < len(siblings) - 1, f"{heading.text}: nothing follows it"
+
+
+def test_test_ids_break_only_at_path_and_parameter_boundaries() -> None:
+    document = make_document(12)
+    html = render_html(RunDocument.read(document))
+    nodeid = document["tests"][0]["nodeid"]  # tests/perf/test_gemm.py::test_gemm_0[small]
+    assert nodeid == "tests/perf/test_gemm.py::test_gemm_0[small]"
+    broken = "tests/<wbr>perf/<wbr>test_gemm.py::<wbr>test_gemm_0<wbr>[small]"
+    # In the table row, the memo's header and the platform matrix.
+    assert html.count(broken) >= 3
+    row = _row(parse(html), nodeid)
+    assert row.find_all("wbr")
+
+
+def test_every_test_has_a_small_latency_chart_collapsed_in_its_row() -> None:
+    document = make_document(24, seed=3)
+    page = _page(document)
+    rows = page.by_id("test-table").find_all("tbody")[0].find_all("tr")
+    assert len(rows) == 24
+    for row in rows:
+        charts = row.find_all("details", cls="dist")
+        assert len(charts) == 1, row
+        assert "open" not in charts[0].attrs  # collapsed; a <details> needs no script
+        assert charts[0].find_all("summary")
+        svg = charts[0].find_all("svg")[0]
+        assert svg.find_all("polyline", cls="s-candidate")
+    shipped = [r for r in rows if r.attrs["data-decision"] == "ship"]
+    assert shipped and all(r.find_all("details", cls="dist") for r in shipped)
+    # A test with a baseline shows both sides.
+    with_baseline = next(
+        r for r in rows if r.find_all("details", cls="dist")[0].find_all("polyline", cls="s-baseline")
+    )
+    assert with_baseline

@@ -12,6 +12,7 @@ from pytest_roofline.report.format import (
     format_ratio,
     format_seconds,
     got_faster,
+    id_parts,
     si,
 )
 from pytest_roofline.report.html.table import ratio_strip
@@ -225,6 +226,7 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
         id=f"memo-{index}",
         row_id=f"t-{index}",
         nodeid=test.nodeid,
+        id_parts=id_parts(test.nodeid),
         decision=decision_name(test.decision),
         reasons=tuple(r for r in test.reasons if r),
         owners=test.owners,

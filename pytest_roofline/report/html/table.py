@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from pytest_roofline.model.document import QuantileChange, RooflineRecord, SlaRecord, TestRecord
+from pytest_roofline.report.charts.latency import ecdf_sketch
 from pytest_roofline.report.format import (
     DECISION_ORDER,
     decision_name,
@@ -12,6 +13,7 @@ from pytest_roofline.report.format import (
     format_percent,
     format_ratio,
     format_seconds,
+    id_parts,
 )
 from pytest_roofline.report.html.view import Cell, RatioStrip, Row, StripDot, StripRow
 
@@ -262,6 +264,7 @@ def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
     return Row(
         index=index,
         nodeid=test.nodeid,
+        id_parts=id_parts(test.nodeid),
         slice=test.slice or "",
         source=test.source or "",
         decision=decision,
@@ -269,4 +272,5 @@ def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
         cells=cells,
         owner=owner,
         strip=ratio_strip(test),
+        dist=ecdf_sketch(test.series.candidate, test.series.baseline),
     )
