@@ -27,6 +27,7 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         "run.method",  # 0.2.0: the method settings as used
         "run.platforms",  # 0.2.0: the presets the platform matrix projects onto
         "tests.*.platforms",  # 0.2.0: the projection of each test's declared work
+        "next_steps",  # 0.2.0: the next step of each run-level reason
     }
 )
 

@@ -51,12 +51,14 @@ def _quantile_cell(test: TestRecord, q: str) -> Cell:
     base = getattr(test.baseline, f"{q}_s") if test.baseline is not None else None
     sub = f"was {format_seconds(base)}" if base is not None else ""
     title = ""
-    if test.replay is not None and test.replay.attempted:
+    replay = test.replay
+    if replay is not None and replay.attempted:
         # Replays are compared with the baseline but not kept: the row's numbers are the first.
-        title = (
-            f"the first measurement ({test.samples} samples); the replay's ratios are in the "
-            "verdict column"
-        )
+        outcome = {
+            True: "reproduced the regression",
+            False: "did not reproduce it (its ratios are in the verdict column)",
+        }.get(replay.reproduced, "has no recorded outcome")
+        title = f"the first measurement ({test.samples} samples); the replay {outcome}"
     return Cell(format_seconds(cand), _sort_key(cand), "num", sub=sub, sub_cls="muted", title=title)
 
 
@@ -129,7 +131,8 @@ def _verdict_cell(test: TestRecord) -> Cell:
 
     title = ""
     shift = test.common_mode_applied
-    if shift is not None and abs(shift - 1) > 1e-9:
+    # Only a shift the ratio's two decimals would show (×1.00 changes nothing a reader sees).
+    if shift is not None and abs(shift - 1) >= 0.005:
         title = (
             f"ratios are candidate ÷ baseline after dividing out the run's shift {format_ratio(shift)}, "
             "so they differ from the quantiles ÷ 'was'"
