@@ -94,6 +94,9 @@ def _summary_lines(document: RunDocument) -> list[str]:
             f"  {test.decision.upper()} {test.nodeid}: p95 {ratio} {interval} "
             f"· {owner} · {reason}".replace("  ·", " ·")
         )
+    # A run-level reason says what to do, also when no single test is listed above.
+    lines += [f"  run: {reason}" for reason in document.reasons if document.decision != "ship"]
+    lines += [f"  next: {step}" for step in document.next_steps]
     return lines
 
 

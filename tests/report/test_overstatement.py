@@ -379,3 +379,38 @@ def test_every_test_has_a_small_latency_chart_collapsed_in_its_row() -> None:
         r for r in rows if r.find_all("details", cls="dist")[0].find_all("polyline", cls="s-baseline")
     )
     assert with_baseline
+
+
+def test_compare_of_runs_with_no_test_in_common_escalates_and_prints_what_to_do(
+    tmp_path: Any, capsys: Any
+) -> None:
+    import numpy as np
+
+    from pytest_roofline.cli import main
+    from pytest_roofline.config.sla import SlaSpec
+    from pytest_roofline.measure.measurement import Measurement
+    from pytest_roofline.measure.sampling import SampleSet
+    from pytest_roofline.model.results import TestResult
+    from pytest_roofline.store import RunRecord, Store, StoredResult
+
+    def stored(nodeid: str) -> StoredResult:
+        samples = 1e-3 * np.exp(0.02 * np.random.default_rng(0).standard_normal(500))
+        sample_set = SampleSet(samples, 1, 10, 0.01, "budget", float(samples.sum()), False)
+        result = TestResult(
+            nodeid, None, (), None, SlaSpec(), None, Measurement(sample_set, None, (), None)
+        )
+        return StoredResult(nodeid, result.to_dict(include_samples=False), samples)
+
+    path = tmp_path / "store.sqlite"
+    with Store.open(path) as store:
+        store.save_run(RunRecord("main", 1.0, 2.0, {}, {}, "m"), [stored("old.py::test_k")])
+        store.save_run(RunRecord("pr", 3.0, 4.0, {}, {}, "m"), [stored("new.py::test_k")])
+    summary = tmp_path / "summary.md"
+    status = main(["compare", "main", "pr", "--store", str(path), "--markdown", str(summary)])
+    out = capsys.readouterr().out
+    assert status == 0  # an escalation fails only under --gate escalate
+    assert "decision: ESCALATE" in out
+    assert "0 of 1 tests were compared" in out
+    assert "next: Check that this run selected the baseline's tests" in out
+    text = summary.read_text(encoding="utf-8")
+    assert "every SLA holds" not in text and "**Next step:**" in text
