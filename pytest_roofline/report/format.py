@@ -6,6 +6,7 @@ Renderers (terminal, Markdown, HTML, the command's tables) read the run document
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -104,6 +105,7 @@ KEEP_FASTER_ADVICE = (
 """What a reviewer of an escalated test that got faster must decide, and how to keep it."""
 
 
+@functools.lru_cache(maxsize=4096)
 def id_parts(nodeid: str) -> tuple[str, ...]:
     """``nodeid`` cut where a line may break: after ``/`` and ``::``, before ``[``, and after
     ``-`` between parameters.

@@ -252,7 +252,7 @@ class Sketch:
 
 
 #: Points per side of a row's sketch: enough for the shape of the distribution and its tail.
-SKETCH_POINTS = 24
+SKETCH_POINTS = 20
 #: The sketch's vertical reach on the tail-stretched axis: p99.9.
 _SKETCH_REACH = 3.0
 SKETCH_FRAME: SketchFrame
