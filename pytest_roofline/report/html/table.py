@@ -54,10 +54,13 @@ def _quantile_cell(test: TestRecord, q: str) -> Cell:
     replay = test.replay
     if replay is not None and replay.attempted:
         # Replays are compared with the baseline but not kept: the row's numbers are the first.
-        outcome = {
-            True: "reproduced the regression",
-            False: "did not reproduce it (its ratios are in the verdict column)",
-        }.get(replay.reproduced, "has no recorded outcome")
+        outcome = (
+            "reproduced the regression"
+            if replay.reproduced is True
+            else "did not reproduce it (its ratios are in the verdict column)"
+            if replay.reproduced is False
+            else "has no recorded outcome"
+        )
         title = f"the first measurement ({test.samples} samples); the replay {outcome}"
     return Cell(format_seconds(cand), _sort_key(cand), "num", sub=sub, sub_cls="muted", title=title)
 
