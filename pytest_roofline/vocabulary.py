@@ -1,6 +1,6 @@
 """The words the JSON document and every layer share: decisions, verdicts, bound classes.
 
-One definition each (DESIGN 2.5 fixes the decision and bound values); the statistics, the
+One definition each (the JSON document's values: docs/report.md); the statistics, the
 roofline model, the policy, the document model and the renderers all import them from here.
 """
 

@@ -22,9 +22,8 @@ from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
 from pytest_roofline.gate.evidence import GATED_QUANTILES, BaselineEntry, TestEvidence, evaluate
 from pytest_roofline.gate.policy import decide_test
-from pytest_roofline.gate.record import test_record
+from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
-from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
 from pytest_roofline.model.document import PairedTest, RunDocument
@@ -217,7 +216,7 @@ def analyse_rounds(
         target=target,
         machine=cand_record.machine,
     )
-    presets = load_presets()
+    presets = relevant_presets(target)
     records = {}
     stored: list[StoredResult] = []
     for n, result in results.items():

@@ -1,6 +1,6 @@
 """Paired mode on persistent workers: two pytest sessions, alternating short windows per test.
 
-Measured on this project's shared machine (``research/noise-protocols.md``): the noise that
+Measured on this project's shared machine (``docs/noise.md`` section 4): the noise that
 separates two pytest runs is mostly time-varying host disturbance, which fine-grained
 alternation cancels. So one persistent pytest worker per revision collects once, and this
 controller hands the two workers alternating windows of one test at a time, in ABBA order

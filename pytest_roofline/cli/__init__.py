@@ -40,19 +40,19 @@ from pytest_roofline.vocabulary import FAILS_ON
 
 __all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "format_roofs", "main", "pytest_benchmark_run"]
 
-#: The plugin's default store (``--roofline-store``), relative to the current directory here.
+#: The plugin's default store (``--roofline-store``), relative to the current directory here;
+#: every subcommand takes ``--store`` and defaults to it.
 DEFAULT_STORE = DEFAULTS.store
 
 
 # --------------------------------------------------------------------------- parser
-def _store_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    # One default everywhere: the plugin's, so a command run where pytest ran finds its store.
     parser.add_argument(
         "--store",
-        default=None if required else DEFAULT_STORE,
-        required=required,
+        default=DEFAULT_STORE,
         metavar="PATH",
-        help="result store (the plugin's --roofline-store)"
-        + ("" if required else f"; default: {DEFAULT_STORE}"),
+        help=f"result store (the plugin's --roofline-store); default: {DEFAULT_STORE}",
     )
 
 
@@ -95,27 +95,27 @@ def _parser() -> argparse.ArgumentParser:
             name, help=summary, description=summary[0].upper() + summary[1:] + "."
         )
         made[name].set_defaults(func=func)
-    _store_option(made["runs"], required=False)
+    _store_option(made["runs"])
     made["runs"].add_argument("--json", action="store_true", help="print the list as JSON")
     made["report"].add_argument("run", metavar="RUN", help="run id, or a label (its latest run)")
-    _store_option(made["report"], required=True)
+    _store_option(made["report"])
     _output_options(made["report"])
     made["compare"].add_argument("base", metavar="BASE", help="baseline run id or label")
     made["compare"].add_argument("candidate", metavar="CAND", help="candidate run id or label")
-    _store_option(made["compare"], required=True)
+    _store_option(made["compare"])
     _output_options(made["compare"])
     made["export"].add_argument("run", metavar="RUN", help="run id, or a label (its latest run)")
-    _store_option(made["export"], required=True)
+    _store_option(made["export"])
     made["export"].add_argument(
         "-o", "--output", metavar="FILE", help="write here instead of stdout"
     )
     made["import"].add_argument("file", metavar="FILE", help="JSON file to import")
-    _store_option(made["import"], required=True)
+    _store_option(made["import"])
     made["import"].add_argument(
         "--label",
         help=f"save the run under this label (default: the export's own; {BENCHMARK_LABEL!r} for pytest-benchmark)",
     )
-    _store_option(made["calibrate"], required=False)
+    _store_option(made["calibrate"])
     made["calibrate"].add_argument(
         "--refresh", action="store_true", help="measure again even if a calibration is cached"
     )
@@ -168,7 +168,7 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="interpreter for the candidate side (default: this Python)",
     )
-    _store_option(parser, required=False)
+    _store_option(parser)
     parser.add_argument("--label", default="ab", help="label of the saved paired run (default: ab)")
     _output_options(parser, html=("--report", "--html"))
     parser.add_argument(

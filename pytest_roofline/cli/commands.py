@@ -94,6 +94,9 @@ def _summary_lines(document: RunDocument) -> list[str]:
             f"  {test.decision.upper()} {test.nodeid}: p95 {ratio} {interval} "
             f"· {owner} · {reason}".replace("  ·", " ·")
         )
+    # A run-level reason says what to do, also when no single test is listed above.
+    lines += [f"  run: {reason}" for reason in document.reasons if document.decision != "ship"]
+    lines += [f"  next: {step}" for step in document.next_steps]
     return lines
 
 
@@ -116,7 +119,14 @@ def _render(
         _write_text(args.html, render_html(document))
         print(f"wrote HTML to {args.html}")
     if args.markdown:
-        _write_text(args.markdown, render_markdown(document, report_path=args.html))
+        markdown = render_markdown(
+            document,
+            report_path=args.html,
+            markdown_path=args.markdown,
+            # Every subcommand that renders writes the HTML report with --html.
+            report_option="--html PATH",
+        )
+        _write_text(args.markdown, markdown)
         print(f"wrote Markdown to {args.markdown}")
     for line in _summary_lines(document):
         print(line)

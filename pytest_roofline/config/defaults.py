@@ -31,7 +31,7 @@ class _Defaults:
     max_samples: int = 200_000
     warmup_s: float = 0.05
     alpha: float = 0.05
-    # The smallest change worth a rollback, per quantile (DESIGN 2.4).
+    # The smallest change worth a rollback, per quantile (docs/configuration.md).
     min_effect: Mapping[str, float] = field(
         default_factory=lambda: MappingProxyType({"p50": 0.05, "p95": 0.05, "p99": 0.10})
     )

@@ -4,7 +4,7 @@ Pure (no pytest): it takes a test's result, its baseline entry and the run's con
 statistics (``stats``) and the roofline placement (``hardware`` / ``roofline``), and returns a
 frozen :class:`TestEvidence`. It decides nothing; :mod:`pytest_roofline.gate.policy` does.
 
-Each gated quantile's comparison ends DIFFERENT, SAME or UNKNOWN (DESIGN section 6) against a
+Each gated quantile's comparison ends DIFFERENT, SAME or UNKNOWN (docs/gate.md) against a
 margin that is the largest of ``gate.min_effect`` and the label's history noise floor, capped at
 ``gate.max_margin``, and never the test's own detectable effect (:func:`margins`).
 
@@ -466,7 +466,7 @@ def _drift_threshold(deltas: Mapping[str, float]) -> float:
 
     A drift smaller than half the p95 margin cannot by itself push a quantile past the margin,
     and machine speed on shared runners wanders by a few percent within seconds
-    (research/noise-here.md §2): flagging those would escalate unchanged code.
+    (docs/noise.md, section 2): flagging those would escalate unchanged code.
     """
     if "p95" in deltas:
         return max(0.03, deltas["p95"] / 2)
@@ -503,7 +503,7 @@ def evaluate(
         baseline_summary = summarize(entry.samples_s)
         gate_margins = margins(entry, context)
         # The run-wide shift seen so far is divided out of the candidate before comparing, so a
-        # machine that is slower for the whole run does not roll back every test (DESIGN 6);
+        # machine that is slower for the whole run does not roll back every test;
         # the shift itself is reported and judged at run level.
         sampled = measurement.samples
         comparisons = _compare(

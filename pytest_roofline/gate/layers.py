@@ -1,6 +1,6 @@
 """Revision-tag layers: which layers (data, model, runtime, hardware) changed since the baseline.
 
-Pure. DESIGN 1: a regression with exactly one changed layer is attributable; several changed
+Pure. A regression with exactly one changed layer is attributable; several changed
 layers make the root cause ambiguous. The first changed layer, in the configured order, is the
 run's first failing layer.
 """

@@ -1,6 +1,6 @@
 """The decision policy: evidence → ship / rollback / escalate, with reasons. The only place a verdict is made.
 
-Pure (no pytest, no I/O). Per test (DESIGN 7):
+Pure (no pytest, no I/O). Per test (docs/gate.md):
 
 * **rollback** — a p50, p95 or p99 regression (DIFFERENT) that the evidence establishes: the
   host canary quiet during the test, and confirmed by paired rounds against the baseline's
@@ -18,8 +18,10 @@ Pure (no pytest, no I/O). Per test (DESIGN 7):
   nothing else points at a regression. UNKNOWN never ships; a tail quantile without enough
   samples is not assessed and counts as escape risk.
 
-Per run: any rollback → rollback; else any escalate (or a large common-mode shift) → escalate;
-else ship.
+Per run: any rollback → rollback; else any escalate, a large common-mode shift, a run-level
+concern, or a baseline that no test of the run matched → escalate; else ship. Every run-level
+reason to escalate comes with a next step (:class:`RunConcern`): a run that escalates without a
+test to review must still say what to do.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pytest_roofline.vocabulary import DECISIONS, Decision
 __all__ = [
     "DECISIONS",
     "Decision",
+    "RunConcern",
     "RunDecision",
     "TestDecision",
     "decide_run",
@@ -76,11 +79,60 @@ class TestDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class RunConcern:
+    """A run-level problem that escalates the run: what was seen, and what to do next."""
+
+    reason: str
+    next_step: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunDecision:
-    """The run's decision and why."""
+    """The run's decision, why, and the next step for each run-level reason."""
 
     decision: Decision
     reasons: tuple[str, ...]
+    next_steps: tuple[str, ...] = ()
+
+
+#: The next step of a run-level reason that came without one (e.g. a failing round of a paired run).
+GENERIC_NEXT_STEP = (
+    "Read the run-level reason above: it concerns the run, not one test. Fix its cause "
+    "(see the run's log) and run the gate again; no test result is to be reverted for it."
+)
+
+
+def _no_test_compared(n_tests: int, baseline_label: str | None) -> RunConcern:
+    label = baseline_label or "the baseline"
+    quoted = f"'{baseline_label}'" if baseline_label else "the baseline"
+    if n_tests:
+        seen = f"0 of {n_tests} tests were compared: none of them is in the baseline {quoted}"
+    else:
+        seen = f"0 tests were compared with the baseline {quoted}: no test was measured"
+    return RunConcern(
+        f"{seen}, so this run shows nothing about regressions (node ids must match the baseline's)",
+        f"Check that this run selected the baseline's tests under the same node ids and that the "
+        f"baseline label is right (`pytest-roofline runs` lists the stored runs and their labels); "
+        f"to start a new baseline, save a run on the main branch: "
+        f"`pytest --roofline --roofline-save={label}`.",
+    )
+
+
+def _common_mode_concern(
+    common_mode: CommonMode, threshold: float, baseline_ref: str | None
+) -> RunConcern:
+    ref = baseline_ref[:12] if baseline_ref else "REF"
+    where = (
+        "the baseline's commit" if baseline_ref else "REF: the git revision the baseline measured"
+    )
+    return RunConcern(
+        f"the whole run moved together by x{common_mode.factor:.3f} over {common_mode.n_tests} tests "
+        f"(more than +/-{threshold:.0%}): machine speed or a shared layer changed; "
+        "confirm with a paired A/B run before acting on individual tests",
+        f"Measure both sides in one job, in alternating rounds: `pytest-roofline ab "
+        f"--baseline={ref} -- TESTS` ({where}; TESTS: this run's test paths). If the paired "
+        "run ships, the shift was the machine, not the code.",
+    )
 
 
 def _ci(c: QuantileComparison) -> str:
@@ -244,7 +296,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
             _regression(e, name, c, margin, rollback, escalate, notes, missing)
         elif c.verdict == "insufficient":
             if name == "p50":
-                # The typical call must be SAME for a test to ship (DESIGN section 7).
+                # The typical call must be SAME for a test to ship.
                 escalate.append(f"p50 could not be compared: {c.reason}")
                 missing.append("samples for the p50 comparison")
             else:
@@ -352,9 +404,21 @@ def decide_run(
     *,
     common_mode: CommonMode | None,
     common_mode_threshold: float,
-    run_reasons: Sequence[str] = (),
+    run_reasons: Sequence[str | RunConcern] = (),
+    compared: int | None = None,
+    baseline_label: str | None = None,
+    baseline_ref: str | None = None,
 ) -> RunDecision:
-    """Any rollback → rollback; else any escalate or a large common-mode shift → escalate; else ship."""
+    """Any rollback → rollback; else any escalate, a large common-mode shift, a run-level concern
+    or a baseline no test matched → escalate; else ship.
+
+    :param run_reasons: run-level problems found elsewhere; a plain string gets
+        :data:`GENERIC_NEXT_STEP`.
+    :param compared: how many tests were compared with a baseline; ``None`` when the run has no
+        baseline. Zero escalates: a comparison of nothing cannot say "no regression".
+    :param baseline_label: the baseline's label, named in the next steps.
+    :param baseline_ref: the git commit the baseline measured, for the paired re-run's command.
+    """
     reasons = []
     rolled = sorted(n for n, d in decisions.items() if d == "rollback")
     escalated = sorted(n for n, d in decisions.items() if d == "escalate")
@@ -366,24 +430,28 @@ def decide_run(
         reasons.append(
             f"{len(escalated)} test(s) escalated: {', '.join(escalated[:5])}{' ...' if len(escalated) > 5 else ''}"
         )
+    concerns: list[RunConcern] = []
+    if compared == 0:
+        concerns.append(_no_test_compared(len(decisions), baseline_label))
     large_shift = (
         common_mode is not None
         and math.isfinite(common_mode.log_factor)
         and abs(common_mode.factor - 1) > common_mode_threshold
     )
     if large_shift and common_mode is not None:
-        reasons.append(
-            f"the whole run moved together by x{common_mode.factor:.3f} over {common_mode.n_tests} tests "
-            f"(more than +/-{common_mode_threshold:.0%}): machine speed or a shared layer changed; "
-            "confirm with a paired A/B run before acting on individual tests"
-        )
-    reasons.extend(run_reasons)
+        concerns.append(_common_mode_concern(common_mode, common_mode_threshold, baseline_ref))
+    concerns.extend(
+        r if isinstance(r, RunConcern) else RunConcern(r, GENERIC_NEXT_STEP) for r in run_reasons
+    )
+    reasons.extend(c.reason for c in concerns)
     if rolled:
         decision: Decision = "rollback"
-    elif escalated or large_shift or run_reasons:
+    elif escalated or concerns:
         decision = "escalate"
     else:
         decision = "ship"
         if not reasons:
             reasons.append("no regression seen and every SLA holds")
-    return RunDecision(decision, tuple(reasons))
+    return RunDecision(
+        decision, tuple(reasons), tuple(dict.fromkeys(c.next_step for c in concerns))
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -42,9 +43,12 @@ from pytest_roofline.vocabulary import LATENCY_SLA_KEYS
 
 __all__ = [
     "SERIES_POINTS",
+    "PlatformKind",
     "change_record",
     "platform_cells",
+    "platform_kind",
     "platform_targets",
+    "relevant_presets",
     "test_record",
     "with_platforms",
 ]
@@ -140,11 +144,62 @@ def platform_cells(
     return cells
 
 
-def platform_targets() -> tuple[PlatformTarget, ...]:
+PlatformKind = Literal["cpu", "accelerator"]
+
+# Words of a target's name or description that say what it is. Presets name their vendor and
+# product (hardware/presets.yaml), so the words are enough to tell a GPU or TPU from a CPU.
+_ACCELERATOR_WORDS = ("gpu", "nvidia", "instinct", "tpu", "radeon", "gaudi")
+_CPU_WORDS = ("cpu", "xeon", "epyc", "ryzen", "graviton", "neoverse", "core i")
+
+
+class _Described(Protocol):
+    """A target as the run or its document knows it (a HardwareTarget or a TargetRecord)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+
+def platform_kind(target: _Described) -> PlatformKind | None:
+    """What kind of processor ``target`` is: ``cpu``, ``accelerator`` (GPU, TPU), or ``None``.
+
+    A measured target is the host this run calibrated, a CPU. Otherwise the target's name and
+    description decide; a config target that says neither is of unknown kind.
+    """
+    if target.source == "measured":
+        return "cpu"
+    text = f"{target.name or ''} {target.description or ''}".casefold()
+    if any(word in text for word in _ACCELERATOR_WORDS):
+        return "accelerator"
+    if any(word in text for word in _CPU_WORDS):
+        return "cpu"
+    return None
+
+
+def relevant_presets(target: _Described | None) -> Mapping[str, HardwareTarget]:
+    """The presets a run on ``target`` projects its declared work onto.
+
+    The platform matrix answers "how would this work run on comparable hardware": CPU presets
+    for a CPU (or host) target, GPU and TPU presets for an accelerator; every preset when the
+    target's kind is unknown or there is no target.
+    """
+    presets = load_presets()
+    kind = platform_kind(target) if target is not None else None
+    if kind is None:
+        return presets
+    return {name: preset for name, preset in presets.items() if platform_kind(preset) == kind}
+
+
+def platform_targets(target: _Described | None = None) -> tuple[PlatformTarget, ...]:
     """The presets that declared work is projected onto (the report's platform matrix)."""
     return tuple(
         PlatformTarget(name, t.description, t.peak_bytes_per_s.get("dram"))
-        for name, t in load_presets().items()
+        for name, t in relevant_presets(target).items()
     )
 
 
@@ -152,12 +207,13 @@ def with_platforms(document: RunDocument) -> RunDocument:
     """``document`` with its platform projection, which a document of 0.1.0 did not record.
 
     pytest-roofline 0.1.0 projected declared work onto the presets whenever it rendered a
-    report, so its documents are projected here onto this version's presets, as 0.1.0 would
-    have done. Later documents carry the projection they were made with.
+    report, so its documents are projected here onto this version's presets relevant to the
+    run's target (:func:`relevant_presets`). Later documents carry the projection they were
+    made with.
     """
     if document.run.platforms or document.run.method is not None:
         return document
-    presets = load_presets()
+    presets = relevant_presets(document.run.target)
     tests = []
     for test in document.tests:
         work = None
@@ -173,7 +229,9 @@ def with_platforms(document: RunDocument) -> RunDocument:
                 work = None
         tests.append(replace(test, platforms=platform_cells(work, presets)))
     return replace(
-        document, run=replace(document.run, platforms=platform_targets()), tests=tuple(tests)
+        document,
+        run=replace(document.run, platforms=platform_targets(document.run.target)),
+        tests=tuple(tests),
     )
 
 

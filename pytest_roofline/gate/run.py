@@ -29,9 +29,8 @@ from pytest_roofline.gate.evidence import (
     evaluate,
 )
 from pytest_roofline.gate.layers import hardware_difference, layer_of, layers_changed, tag_diff
-from pytest_roofline.gate.policy import decide_run, decide_test
-from pytest_roofline.gate.record import platform_targets, test_record
-from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
+from pytest_roofline.gate.record import platform_targets, relevant_presets, test_record
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import (
     CommonModeRecord,
@@ -66,7 +65,7 @@ __all__ = [
     "stored_result",
 ]
 
-# A run-wide shift larger than the p50 run-to-run noise of separate runs (research/noise-here.md)
+# A run-wide shift larger than the p50 run-to-run noise of separate runs (docs/noise.md)
 # is more likely the machine or a shared layer than the code of every test.
 COMMON_MODE_THRESHOLD = stats.DEFAULT_NOISE_FLOOR[0.5]
 # The median of fewer log ratios than this is too close to the individual tests to stand for
@@ -179,18 +178,19 @@ def judge_test(
             result.nodeid, context.baseline_label, target.name if target else None
         ),
         baseline_samples=entry.samples_s if entry is not None else None,
-        presets=load_presets(),
+        presets=relevant_presets(target),
     )
 
 
 # --------------------------------------------------------------------------- run-level
 def _with_bh(
     records: Mapping[str, TestRecord], alpha: float
-) -> tuple[dict[str, TestRecord], list[str]]:
+) -> tuple[dict[str, TestRecord], list[RunConcern]]:
     """Benjamini-Hochberg over every comparison of the run (``p_bh`` on each change).
 
-    Returns the records with ``p_bh`` set and run-level reasons for tests the procedure flags
-    although their own decision ships (the per-test bound decides; BH is reported).
+    Returns the records with ``p_bh`` set and run-level concerns for tests the procedure flags
+    although their own decision ships (the per-test bound decides; BH is reported), each with
+    the command that measures the test again.
     """
     keys = [
         (nodeid, name)
@@ -209,8 +209,12 @@ def _with_bh(
         flagged = p_bh < alpha and ratio is not None and delta is not None and ratio >= 1 + delta
         if flagged and record.decision == "ship":
             reasons.append(
-                f"{nodeid}: {name} x{ratio:.3f} is significant across the run "
-                f"(BH p = {p_bh:.3g}) though not by the per-test bound"
+                RunConcern(
+                    f"{nodeid}: {name} x{ratio:.3f} is significant across the run "
+                    f"(BH p = {p_bh:.3g}) though not by the per-test bound",
+                    f"Measure {nodeid} again: `{record.replay_command or replay_command(nodeid, None, None)}`; "
+                    "if its own bound still finds no regression, the run ships.",
+                )
             )
     return out, reasons
 
@@ -356,7 +360,7 @@ def analyse_run(
     started: float,
     finished: float,
     paired: bool = False,
-    run_reasons: Sequence[str] = (),
+    run_reasons: Sequence[str | RunConcern] = (),
 ) -> RunDocument:
     """The run's document: run-level checks on the judged tests, then the run decision.
 
@@ -373,6 +377,14 @@ def analyse_run(
         common_mode=None if paired else common,
         common_mode_threshold=COMMON_MODE_THRESHOLD,
         run_reasons=[*bh_reasons, *run_reasons],
+        # A test counts as compared when its baseline had samples to compare with.
+        compared=(
+            sum(record.baseline is not None for record in tested.values())
+            if baseline is not None
+            else None
+        ),
+        baseline_label=baseline.label if baseline is not None else None,
+        baseline_ref=baseline.tags.get("git_commit") if baseline is not None else None,
     )
     decision: Decision = run_decision.decision
     diff = tag_diff(baseline.tags, tags) if baseline is not None else {}
@@ -409,11 +421,12 @@ def analyse_run(
         missing_from_baseline=tuple(n for n in sorted(results) if baseline and n not in base_ids),
         missing_from_candidate=tuple(n for n in sorted(base_ids) if n not in results),
         method=method_record(gate),
-        platforms=platform_targets(),
+        platforms=platform_targets(target),
     )
     return RunDocument(
         decision=decision,
         reasons=run_decision.reasons + low_counter_note(results),
+        next_steps=run_decision.next_steps,
         run=run,
         observability=_observability(results, tested, gate),
         versions=_versions(),

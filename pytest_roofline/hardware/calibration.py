@@ -1,7 +1,7 @@
 """Host calibration: measure this machine's roofs with numpy, cache them, check them for drift.
 
 The ``host`` target is measured, not looked up (the ERT / likwid practice): datasheet peaks
-say little about a 2-vCPU slice of a shared VM. What is measured (research/roofline.md §4):
+say little about a 2-vCPU slice of a shared VM. What is measured (docs/roofline.md):
 
 - **DRAM bandwidth**: STREAM-like ``copy``, ``add`` and ``triad`` kernels over three float64
   arrays whose total size is several times the last-level cache, split over ``threads``

@@ -3,7 +3,7 @@
 Why: a multi-threaded BLAS call waits for all its threads. When another process holds one of
 the CPUs, a thread is descheduled and the call waits for it: on a 2-vCPU VM an unchanged 128²
 fp64 GEMM with two OpenBLAS threads went from 67 µs to 16-24 ms a call with a neighbour busy on
-the other core (``research/noise-protocols.md``), and an unchanged test was rolled back for it.
+the other core (``docs/noise.md`` section 4), and an unchanged test was rolled back for it.
 The pools are found with ``threadpoolctl`` (the library scikit-learn and numpy's own docs use for
 this); ``--roofline-blas-threads=N`` applies ``threadpool_limits`` for the session and is
 recorded as the revision tag :data:`BLAS_THREADS_TAG` (a baseline measured with other threads is

@@ -1,9 +1,9 @@
 """A host canary: fixed reference kernels timed around each test, to tell a host slowdown from a code change.
 
-Why: on a shared machine the host's speed changes within seconds (``research/noise-here.md``: an
+Why: on a shared machine the host's speed changes within seconds (``docs/noise.md``: an
 unchanged ``np.sin`` test ran 1.74x slower for a few seconds on a quiet 2-vCPU VM; under a busy
 neighbour a 2-thread 128² GEMM went from 67 µs to 16-24 ms a call). A regression seen while the
-host was slow must not be rolled back on timing alone (DESIGN.md §6-7). The canary is the
+host was slow must not be rolled back on timing alone. The canary is the
 control arm that says when the host, not the code, moved.
 
 What it times, one *reading* = ``repeats`` calls of each kind, interleaved, median per kind:

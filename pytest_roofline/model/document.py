@@ -11,7 +11,7 @@ Format history. ``schema_version`` changes only when a reader of the old version
 misread a new document; keys added since are listed here with the release that added them.
 Readers ignore keys they do not know.
 
-* ``schema_version: 1``, pytest-roofline 0.1.0: the first format (the DESIGN document, section 2.5); paired runs add
+* ``schema_version: 1``, pytest-roofline 0.1.0: the first format; paired runs add
   ``run.rounds``, ``run.paired`` and ``tests[].paired``.
 * 0.2.0 adds each comparison's three-way ``outcome`` (``different`` / ``same`` / ``unknown``),
   ``margin`` (the same value as ``delta``) and ``margin_source`` (``min_effect``, ``history``
@@ -19,7 +19,9 @@ Readers ignore keys they do not know.
   ridge band, overhead share, default noise floors) and the platform projection as computed
   (``run.platforms``, ``tests[].platforms``), so a re-rendered run shows what it used, not what
   today's library would use. A document without ``run.method`` was made by 0.1.0 and reads as
-  made with its settings (:data:`METHOD_V1`).
+  made with its settings (:data:`METHOD_V1`). It also adds ``next_steps``: what to do about
+  each run-level reason (a run that escalates with no test to review still says what to do);
+  and records the platform projection only onto the presets relevant to the run's target.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class QuantileChange(Record):
     margin_source: str | None = None
 
     def _derived(self) -> Mapping[str, Any]:
-        # DESIGN 2.5 names the margin "margin"; 0.1.0 wrote it as "delta" (both are kept).
+        # the JSON contract names the margin "margin"; 0.1.0 wrote it as "delta" (both are kept).
         return {"margin": self.delta}
 
 
@@ -540,7 +542,7 @@ class SliceCoverage(Record):
 
 @dataclass(frozen=True, slots=True)
 class ObservabilityRecord(Record):
-    """The run's evidence-quality figures, each a share of its measured tests (DESIGN 2.5)."""
+    """The run's evidence-quality figures, each a share of its measured tests (docs/gate.md)."""
 
     counter_completeness: float | None = None
     trigger_coverage: float | None = None
@@ -557,6 +559,8 @@ class RunDocument(Record):
     schema_version: int = SCHEMA_VERSION
     decision: Decision | None = None
     reasons: tuple[str, ...] = ()
+    # 0.2.0: the next step of each run-level reason (commands in backticks).
+    next_steps: tuple[str, ...] = ()
     run: RunInfo = field(default_factory=RunInfo)
     observability: ObservabilityRecord = field(default_factory=ObservabilityRecord)
     versions: Mapping[str, str | None] = field(default_factory=dict)

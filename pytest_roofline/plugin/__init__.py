@@ -13,9 +13,14 @@ import pytest
 
 from pytest_roofline.config.markers import MARKER_HELP
 from pytest_roofline.config.settings import build_config
-from pytest_roofline.errors import RooflineError
+from pytest_roofline.errors import RooflineError, RooflineWarning
 from pytest_roofline.plugin.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
-from pytest_roofline.plugin.options import add_options, read_options
+from pytest_roofline.plugin.options import (
+    add_options,
+    inert_options,
+    inert_warning,
+    read_options,
+)
 from pytest_roofline.plugin.session import SESSION_KEY, RooflineSession
 
 __all__ = ["SESSION_KEY"]
@@ -44,6 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except RooflineError as exc:
         raise pytest.UsageError(str(exc)) from None
+    given = inert_options(cli)
+    if given and not settings.enabled and not hasattr(config, "workerinput"):
+        # Without this the options were silently ignored; pytest shows it in its warnings summary.
+        config.issue_config_time_warning(RooflineWarning(inert_warning(given)), stacklevel=2)
     session = RooflineSession(config, settings)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "roofline-session")

@@ -6,13 +6,14 @@ Every option has an ini key; :func:`read_options` hands both, unresolved, to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import pytest
 
 from pytest_roofline.config.settings import GATE_CHOICES
 
-__all__ = ["add_options", "read_options"]
+__all__ = ["add_options", "inert_options", "inert_warning", "read_options"]
 
 # (option suffix, ini type, help) for the options whose ini key takes the same value.
 _VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
@@ -47,6 +48,10 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
     ),
 )
 _TRUE = ("1", "true", "yes", "on")
+# Options that only act when the run measures (--roofline): given without it, they do nothing.
+_INERT_WITHOUT_ROOFLINE = (
+    "save", "baseline", "json", "report", "markdown", "store", "budget", "gate", "tags",
+)  # fmt: skip
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -149,3 +154,29 @@ def read_options(config: pytest.Config) -> tuple[dict[str, Any], dict[str, Any]]
         **{name: _ini_value(config, f"roofline_{name}") for name, *_ in _VALUE_OPTIONS},
     }
     return cli, ini
+
+
+def inert_options(cli: Mapping[str, Any]) -> list[str]:
+    """The command-line options given that do nothing without ``--roofline``, as typed.
+
+    Only the command line counts: an ini file may set where reports go for the runs that do
+    measure, and a plain ``pytest`` run with such an ini file is not a mistake.
+    """
+    given: list[str] = []
+    for name in _INERT_WITHOUT_ROOFLINE:
+        value = cli.get(name)
+        if value is None:
+            continue
+        option = "--roofline-tag" if name == "tags" else f"--roofline-{name}"
+        values = value if isinstance(value, list) else [value]
+        given.extend(f"{option}={v}" for v in values)
+    return given
+
+
+def inert_warning(given: list[str]) -> str:
+    """The warning for options given without ``--roofline``."""
+    verb = "has" if len(given) == 1 else "have"
+    return (
+        f"{', '.join(given)} {verb} no effect without --roofline: nothing is measured, saved, "
+        "compared or written; add --roofline (or 'roofline = true' in the ini file)"
+    )

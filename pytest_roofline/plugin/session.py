@@ -1,6 +1,6 @@
 """The session object registered as a plugin: collects measurements, analyses and saves the run.
 
-Data flows one way (DESIGN 3): the ``roofline`` fixture measures on whichever process runs the
+Data flows one way (docs/architecture.md): the ``roofline`` fixture measures on whichever process runs the
 test; the measurement rides on the call-phase ``TestReport`` (identical with and without xdist);
 the controller collects reports, builds the run's document at the end of the test loop, saves it to
 the store and writes the files in ``pytest_sessionfinish``, and renders the terminal summary.
@@ -438,7 +438,11 @@ class RooflineSession:
             (
                 "Markdown summary",
                 settings.markdown_path,
-                lambda: render_markdown(document, report_path=_text(settings.report_path)),
+                lambda: render_markdown(
+                    document,
+                    report_path=_text(settings.report_path),
+                    markdown_path=_text(settings.markdown_path),
+                ),
             ),
         ]
         for kind, path, render in writers:

@@ -6,7 +6,9 @@ Renderers (terminal, Markdown, HTML, the command's tables) read the run document
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Iterable
 
 from pytest_roofline.model.document import TestRecord
@@ -14,11 +16,15 @@ from pytest_roofline.units import format_seconds, si
 
 __all__ = [
     "DECISION_ORDER",
+    "KEEP_FASTER_ADVICE",
+    "code_spans",
     "decision_name",
     "format_interval",
     "format_percent",
     "format_ratio",
     "format_seconds",
+    "got_faster",
+    "id_parts",
     "review_key",
     "review_order",
     "si",
@@ -64,3 +70,55 @@ def format_percent(fraction: float | None) -> str:
     if fraction is None or not math.isfinite(fraction):
         return "n/a"
     return f"{fraction:.1%}" if abs(fraction) < 0.1 else f"{fraction:.0%}"
+
+
+def code_spans(text: str) -> tuple[tuple[str, bool], ...]:
+    """``text`` split at backticks into ``(part, is_code)`` pieces.
+
+    The gate writes commands in a next step between backticks (``"run `pytest-roofline runs`"``);
+    each renderer shows them as code in its own way. An unmatched backtick leaves the rest as
+    plain text.
+    """
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts = [*parts[:-2], parts[-2] + "`" + parts[-1]]
+    return tuple((part, index % 2 == 1) for index, part in enumerate(parts) if part)
+
+
+def got_faster(test: TestRecord) -> bool:
+    """Every quantile compared with the baseline is faster, and none points at a regression.
+
+    Such a test may still escalate (a precision change without quality evidence, several
+    changed layers): then there is nothing to revert, and a reviewer must decide whether the
+    faster result can be kept. A test with no baseline did not get faster.
+    """
+    ratios = [r for q in ("p50", "p95", "p99") if (r := test.ratio(q)) is not None]
+    flagged = any(c.verdict in ("regression", "suspect") for c in (test.change or {}).values())
+    return bool(ratios) and all(r < 1 for r in ratios) and not flagged
+
+
+KEEP_FASTER_ADVICE = (
+    "A human must decide whether the faster result can be kept despite the reasons above "
+    "(resolve each one, e.g. record the missing evidence); to keep it, save this run as the "
+    "new baseline (--roofline-save=LABEL)."
+)
+"""What a reviewer of an escalated test that got faster must decide, and how to keep it."""
+
+
+@functools.lru_cache(maxsize=4096)
+def id_parts(nodeid: str) -> tuple[str, ...]:
+    """``nodeid`` cut where a line may break: after ``/`` and ``::``, before ``[``, and after
+    ``-`` between parameters.
+
+    The HTML report joins the parts with ``<wbr>``, so a long id wraps between its path,
+    function and parameter parts instead of in the middle of a name.
+    """
+    head, bracket, params = nodeid.partition("[")
+    parts = [p for p in _PATH_BREAKS.split(head) if p]
+    if bracket:
+        parts += [p for p in _PARAM_BREAKS.split(bracket + params) if p]
+    return tuple(parts)
+
+
+_PATH_BREAKS = re.compile(r"(?<=/)|(?<=::)")
+_PARAM_BREAKS = re.compile(r"(?<=-)|(?<=::)")

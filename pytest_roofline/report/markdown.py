@@ -10,9 +10,13 @@ a ``|`` would break the table, so every such text is escaped (:func:`escape`).
 
 from __future__ import annotations
 
+import posixpath
+from pathlib import PurePath
+
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.report.format import (
     DECISION_ORDER,
+    code_spans,
     decision_name,
     format_interval,
     format_ratio,
@@ -25,6 +29,8 @@ __all__ = ["code", "escape", "render_markdown"]
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]|~")
 #: Characters that start a block (heading, list, quote) when they open a line or a list item.
 _LINE_START = frozenset("#-+=>")
+# How the headline's decision reads in a sentence about the run.
+_PAST = {"rollback": "rolled back", "escalate": "escalated"}
 # HTML-significant characters become entities, which Markdown shows as the plain character.
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
@@ -106,7 +112,15 @@ def _headline(document: RunDocument) -> list[str]:
         "",
     ]
     lines += [f"- {escape(r, line_start=True)}" for r in document.reasons if r]
+    if document.next_steps:
+        lines.append("")
+        lines += [f"**Next step:** {_spans(step)}" for step in document.next_steps if step]
     return lines
+
+
+def _spans(text: str) -> str:
+    """Text with its backticked commands as code spans, everything else escaped."""
+    return "".join(code(part) if is_code else escape(part) for part, is_code in code_spans(text))
 
 
 def _context(document: RunDocument) -> list[str]:
@@ -128,12 +142,44 @@ def _context(document: RunDocument) -> list[str]:
     return [line for item in lines for line in (item, "")]
 
 
+def report_link(report_path: str, markdown_path: str | None) -> tuple[str, str]:
+    """How the summary names the HTML report: a path that works where the summary is read.
+
+    A local absolute path means nothing in CI (the summary is read in a browser, the report is
+    an artifact), so the report is named relative to the summary's directory when it lies in
+    or below it, and by its file name otherwise. Returns the path and a note saying which.
+    """
+    report = PurePath(report_path)
+    if markdown_path is not None and report.is_absolute() == PurePath(markdown_path).is_absolute():
+        here = PurePath(markdown_path).parent
+        try:
+            relative = report.relative_to(here)
+        except ValueError:
+            relative = None
+        if relative is not None:
+            if relative.parent == PurePath("."):
+                return relative.as_posix(), "written beside this summary"
+            return relative.as_posix(), "path relative to this summary's directory"
+    elif not report.is_absolute():
+        return posixpath.normpath(report.as_posix()), "path relative to where the run was made"
+    return report.name, "file name only: in CI, find it among the job's artifacts"
+
+
 def render_markdown(
-    document: RunDocument, *, report_path: str | None = None, max_tests: int = 50
+    document: RunDocument,
+    *,
+    report_path: str | None = None,
+    markdown_path: str | None = None,
+    report_option: str = "--roofline-report=PATH",
+    max_tests: int = 50,
 ) -> str:
     """Render the Markdown summary of ``document``.
 
-    :param report_path: where the HTML report was written, named in the closing pointer.
+    :param report_path: where the HTML report was written, named in the closing pointer
+        (:func:`report_link`).
+    :param markdown_path: where this summary is written, so the pointer can be relative to it.
+    :param report_option: the option that writes the HTML report, for the command that made
+        this summary (``--roofline-report=PATH`` for pytest, ``--html PATH`` for the command).
     :param max_tests: at most this many non-ship tests are listed (a PR comment has a size
         limit); the rest are counted.
     :returns: GitHub-flavoured Markdown ending in a newline.
@@ -145,13 +191,15 @@ def render_markdown(
     flagged = [t for t in review_order(tests) if t.decision in ("rollback", "escalate")]
     if flagged:
         lines += [
-            "| decision | test | p95 (90% interval) | p99 (90% interval) | owner | first reason |",
-            "|---|---|---|---|---|---|",
+            "| decision | test | p50 (90% interval) | p95 (90% interval) | p99 (90% interval) "
+            "| owner | first reason |",
+            "|---|---|---|---|---|---|---|",
         ]
         for test in flagged[:max_tests]:
             lines.append(
                 f"| **{decision_name(test.decision).upper()}** | {escape(test.nodeid)} "
-                f"| {_ratio(test, 'p95')} | {_ratio(test, 'p99')} | {_owner(test)} | {_first_reason(test)} |"
+                f"| {_ratio(test, 'p50')} | {_ratio(test, 'p95')} | {_ratio(test, 'p99')} "
+                f"| {_owner(test)} | {_first_reason(test)} |"
             )
         if len(flagged) > max_tests:
             lines += [
@@ -159,18 +207,24 @@ def render_markdown(
                 f"…and {len(flagged) - max_tests} more non-ship test(s): see the HTML report.",
             ]
     elif tests:
-        lines.append(
-            f"All {len(tests)} tests ship."
-            if document.decision == "ship"
-            else "No test needs review."
-        )
+        if document.decision == "ship":
+            lines.append(f"All {len(tests)} tests ship.")
+        elif document.decision in ("rollback", "escalate"):
+            lines.append(
+                f"No single test needs review: the run {_PAST[document.decision]} for the "
+                "run-level reason(s) above; the next step says what to do."
+            )
+        else:
+            lines.append("No test needs review.")
     else:
         lines.append("No measured tests in this run.")
     lines.append("")
     if report_path:
+        link, note = report_link(report_path, markdown_path)
         lines.append(
-            f"Full signoff report (roofline chart, review memos, platform matrix): {code(report_path)}"
+            "Full signoff report (roofline chart, review memos, platform matrix): "
+            f"{code(link)} ({escape(note)})"
         )
     else:
-        lines.append("Write the full signoff report with `--roofline-report=PATH`.")
+        lines.append(f"Write the full signoff report with {code(report_option)}.")
     return "\n".join(lines) + "\n"

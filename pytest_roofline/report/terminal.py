@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytest_roofline.model.document import RunDocument, TestRecord
-from pytest_roofline.report.format import format_seconds, review_order
+from pytest_roofline.report.format import (
+    KEEP_FASTER_ADVICE,
+    format_seconds,
+    got_faster,
+    review_order,
+)
 
 __all__ = ["memo_text", "render_terminal"]
 
@@ -51,6 +56,9 @@ def memo_text(test: TestRecord) -> str:
             f"Layer:     {test.first_failing_layer} (first changed layer since the baseline)"
         )
     boundary = test.rollback_boundary or "none defined (set rollback= on the marker)"
+    if got_faster(test):
+        # An improvement that escalated: reverting it is not the question.
+        boundary = f"nothing to revert: the test got faster. {KEEP_FASTER_ADVICE}"
     lines += [
         f"Owner:     {owners}",
         f"Rollback:  {boundary}",
@@ -101,5 +109,8 @@ def render_terminal(
             write_line(f"revision tags changed since the baseline: {changed}")
         for reason in document.reasons:
             write_line(f"run: {reason}")
+    # What to do about a run-level reason is shown at every verbosity: it is the action.
+    for step in document.next_steps:
+        write_line(f"next: {step}")
     for line in files:
         write_line(line)

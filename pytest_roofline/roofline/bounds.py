@@ -1,7 +1,7 @@
 """Whether the bound class changed between a baseline and a candidate placement.
 
 Pure (standard library only). A change is reported only when both classes are clear of the
-ridge band (DESIGN 6): near the ridge, analytic byte counts and roofs are too uncertain to call.
+ridge band (docs/roofline.md): near the ridge, analytic byte counts and roofs are too uncertain to call.
 """
 
 from __future__ import annotations

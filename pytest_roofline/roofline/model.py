@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 #: Relative half-width of the band around the ridge inside which the class is ``ambiguous``.
-#: 15% is the margin of research/stats.md §5: analytic byte counts and roofs are both uncertain
+#: 15%: analytic byte counts and roofs are both uncertain
 #: by about that much, so a point that close to the ridge cannot be called either way.
 DEFAULT_RIDGE_MARGIN = 0.15
 
@@ -35,9 +35,9 @@ DEFAULT_RIDGE_MARGIN = 0.15
 #: dispatch, Python, latency). Why 0.2 and not Nsight's 60% "latency issues" rule: datasheet
 #: roofs are already 10-40% above what tuned code reaches (STREAM gets 85-93% of datasheet
 #: bandwidth, GEMMs 60-90% of tensor peaks; AVX-512 runs below base clock), and run-to-run speed
-#: moves by ±20-30% on shared machines (research/noise-here.md), so a threshold near 0.6 would
+#: moves by ±20-30% on shared machines (docs/noise.md), so a threshold near 0.6 would
 #: flip merely unoptimised kernels in and out of ``overhead`` between runs. 0.2 on a point
-#: estimate matches research/stats.md §5's "upper confidence bound < 0.3" under that noise.
+#: estimate matches an "upper confidence bound < 0.3" rule under that noise (docs/roofline.md).
 #: Measured on an H200 (torch, preset ``h200``): bf16/fp32/fp64 GEMMs at 0.89/0.76/0.96, a
 #: 1 GiB copy at 0.88, a 4 MiB copy (15 µs, launch-dominated) at 0.12 -> overhead.
 DEFAULT_OVERHEAD_EFFICIENCY = 0.2

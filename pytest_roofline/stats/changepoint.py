@@ -3,7 +3,7 @@
 Pure numpy/scipy, no pytest. Input is the **log** of a per-run quantile (for example
 ``numpy.log(p50_seconds)`` of every run of a label, oldest first): a step in log space is a
 ratio, which is what a performance change is, and the run-to-run noise measured here is close to
-constant in log space (``research/noise-here.md``: per-run log sd of a test's p50 0.04–0.11 after
+constant in log space (``docs/noise.md``: per-run log sd of a test's p50 0.04–0.11 after
 the common-mode correction).
 
 Method
@@ -528,7 +528,7 @@ def segment_since_last_step(
 ) -> slice:
     """The runs since the last change point: what a noise floor may be computed over.
 
-    A floor computed across a step mixes two levels and overstates the noise (DESIGN §6).
+    A floor computed across a step mixes two levels and overstates the noise.
 
     Parameters
     ----------

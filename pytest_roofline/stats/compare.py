@@ -242,7 +242,7 @@ def compare_quantile(
     indicator) widens the interval for autocorrelated samples. Each bound is one-sided at
     ``alpha``.
 
-    Outcome and verdict (DESIGN section 6, :func:`~pytest_roofline.stats.threeway.classify_three_way`):
+    Outcome and verdict (docs/gate.md, :func:`~pytest_roofline.stats.threeway.classify_three_way`):
     ``insufficient`` (UNKNOWN) when either side has fewer than :func:`n_floor` samples, or its
     effective sample size is below the floor even after allowing for estimation noise (checked
     when at least 20 samples lie beyond the quantile, so that the autocorrelation is

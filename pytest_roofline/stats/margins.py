@@ -23,7 +23,7 @@ _CHI2_1_MEDIAN = 0.454936423119572
 DEFAULT_NOISE_FLOOR: Mapping[float, float] = MappingProxyType({0.5: 0.35, 0.95: 0.37, 0.99: 0.60})
 """Run-to-run noise floor with no history: one-sided 99% bound of the change between two
 separate runs of unchanged code on shared CI runners, after common-mode removal (median test,
-``research/noise-here.md`` section 3)."""
+``docs/noise.md`` section 3)."""
 
 
 def default_noise_floor(q: float) -> float:
@@ -155,7 +155,7 @@ def noise_floor(
 def effective_delta(min_effect: float, history_floor: float, mde: float = 0.0) -> float:
     """The margin a comparison uses: ``max(min_effect, history_floor, mde)``.
 
-    DESIGN section 6: delta is never below the run-to-run noise seen in the baseline's history
+    Delta is never below the run-to-run noise seen in the baseline's history
     (:func:`noise_floor`), nor below the test's own minimum detectable effect; the user's
     ``min_effect`` is what is worth acting on. A NaN ``mde`` (degenerate samples) is ignored.
 

@@ -3,7 +3,7 @@
 Pure numpy/scipy, no pytest.
 
 Why rounds. On shared CI machines an unchanged test moves by ±20–30% between two pytest runs,
-and machine speed drifts within seconds (``research/noise-here.md``). Within-run intervals do
+and machine speed drifts within seconds (``docs/noise.md``). Within-run intervals do
 not see that drift, so a comparison of two separate runs needs a margin of about +30% on p95.
 Measuring baseline and candidate in alternating short rounds (ABBA order: A B, B A, A B, ...)
 puts both sides under the same machine conditions; the per-round log ratio
@@ -416,7 +416,7 @@ def compare_paired(
     ci = ConfidenceInterval(math.exp(mean - t_alpha * se), math.exp(mean + t_alpha * se))
     p = float(scipy_stats.t.sf(mean / se, df))
     mde = math.expm1((t_alpha + t_power) * se)
-    # The outcome rule is the gate's own (DESIGN 6): one implementation for both designs.
+    # The outcome rule is the gate's own: one implementation for both designs.
     three = classify_three_way(
         ratio, ci.low, ci.high, margin, base_s=base_s, abs_floor_s=abs_floor_s, label=name
     )

@@ -99,7 +99,7 @@ class QuantileComparison(_ToDict):
     reason : str
         One line saying why the verdict is what it is.
     outcome : Outcome
-        ``different`` / ``same`` / ``unknown`` (DESIGN section 6; the verdict says which path).
+        ``different`` / ``same`` / ``unknown`` (docs/gate.md; the verdict says which path).
     margin_source : str or None
         Where ``delta`` came from: ``min_effect``, ``history`` (the noise floor) or ``cap``.
     """

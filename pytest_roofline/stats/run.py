@@ -95,7 +95,7 @@ def common_mode(log_ratios: npt.ArrayLike) -> CommonMode:
     """Run-wide common-mode factor: ``exp(median_i log ratio_i)`` over a run's tests.
 
     On a shared runner most of the run-to-run change is common to all tests of a run
-    (``research/noise-here.md``); the median of the per-test log ratios estimates it robustly to
+    (``docs/noise.md``); the median of the per-test log ratios estimates it robustly to
     a minority of genuine regressions. It is reported; whether it escalates the run is the
     policy's decision.
 

@@ -1,6 +1,6 @@
 """Three-way outcomes of a comparison: DIFFERENT, SAME or UNKNOWN ("ship is earned").
 
-Pure Python (no numpy needed). DESIGN sections 6 and 7: every gated comparison of a candidate
+Pure Python (no numpy needed). docs/gate.md: every gated comparison of a candidate
 with its baseline ends as
 
 * **DIFFERENT** (a regression): the interval's lower bound is above 1, the ratio is at least
@@ -261,7 +261,7 @@ def classify_three_way(
     never_same_ratio: float = NEVER_SAME_RATIO,
     label: str = "",
 ) -> ThreeWay:
-    """Apply the three-way rule of DESIGN section 6 to a ratio and its interval.
+    """Apply the three-way rule (docs/gate.md) to a ratio and its interval.
 
     In order:
 

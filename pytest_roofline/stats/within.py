@@ -58,7 +58,7 @@ def drift(
     the last ``window_frac`` of the samples differs from that of the first by at least
     ``min_change`` (symmetric in log scale). The p-value assumes independent samples, so under
     ordinary autocorrelation it fires too often on its own; the size condition brings the false
-    alarm rate back to a few percent (``research/stats.md`` section 4).
+    alarm rate back to a few percent (``docs/noise.md`` section 5).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The result store: one SQLite file holding runs, per-test results with raw samples, calibrations.
 
-Design points (DESIGN section 8):
+Design points:
 
 * The file is identified by ``PRAGMA application_id`` and versioned by ``PRAGMA user_version``;
   a file that is not ours, is corrupt, or comes from a newer pytest-roofline is refused with a

@@ -30,6 +30,7 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         # 0.2.0: each comparison's three-way outcome, its margin under the DESIGN's name, and
         # where the margin came from
         *(f"tests.*.change.{q}.{key}" for q in ("p50", "p95", "p99") for key in ("outcome", "margin", "margin_source")),
+        "next_steps",  # 0.2.0: the next step of each run-level reason
     }
 )
 

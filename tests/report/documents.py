@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_roofline.gate.record import platform_cells, platform_targets
+from pytest_roofline.gate.record import platform_cells, platform_targets, relevant_presets
 from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.roofline import DeclaredWork
 
@@ -161,9 +161,10 @@ def _roofline(
 
 
 def _platforms(declared: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The declared work projected onto every preset, as the gate records it."""
+    """The declared work projected onto the target's presets, as the gate records it."""
     work = DeclaredWork(**declared) if declared else None
-    return {name: cell.to_json() for name, cell in platform_cells(work, load_presets()).items()}
+    presets = relevant_presets(load_presets()[TARGET])
+    return {name: cell.to_json() for name, cell in platform_cells(work, presets).items()}
 
 
 def _counters(rng: np.random.Generator, present: bool) -> dict[str, Any] | None:
@@ -270,7 +271,7 @@ def _test(
                     "key": "p99",
                     "threshold_s": 4e-3,
                     "estimate_s": cq["p99_s"],
-                    "status": "ok" if decision != "rollback" else "breach",
+                    "status": "met" if decision != "rollback" else "breach",
                 }
             ]
             if index % 2
@@ -390,7 +391,7 @@ def make_document(n_tests: int = 24, *, seed: int = 0, inject: str | None = None
             },
             "missing_from_baseline": ["tests/perf/test_new.py::test_new_kernel[small]"],
             "missing_from_candidate": ["tests/perf/test_old.py::test_removed[large]"],
-            "platforms": [p.to_json() for p in platform_targets()],
+            "platforms": [p.to_json() for p in platform_targets(load_presets()[TARGET])],
         },
         "observability": {
             "counter_completeness": 0.6,

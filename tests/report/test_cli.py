@@ -182,7 +182,8 @@ def test_report_rerenders_a_stored_run(
     page = parse(html.read_text())
     assert len(page.by_id("test-table").find_all("tbody")[0].find_all("tr")) == 12
     assert md.read_text().startswith("## pytest-roofline: **ROLLBACK**")
-    assert f"`{html}`" in md.read_text()
+    # Named relative to the summary: a local absolute path means nothing where it is read.
+    assert "`r.html` (written beside this summary)" in md.read_text()
     assert f"wrote HTML to {html}" in out and "decision: ROLLBACK" in out
     assert "ROLLBACK tests/perf/" in out  # each non-ship test on its own line
 
@@ -504,11 +505,10 @@ def test_calibrate_refresh_is_passed_through(
         [],
         ["frobnicate"],
         ["report"],
-        ["report", "1"],
         ["runs", "--gate", "never"],
         ["compare", "1", "2", "--store", "s", "--gate", "maybe"],
     ],
-    ids=["no-command", "unknown-command", "no-run", "no-store", "unknown-option", "bad-gate"],
+    ids=["no-command", "unknown-command", "no-run", "unknown-option", "bad-gate"],
 )
 def test_usage_errors_exit_2_with_the_usage(
     capsys: pytest.CaptureFixture[str], argv: Sequence[str]
@@ -543,3 +543,57 @@ def test_the_console_script_is_declared() -> None:
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts.get("pytest-roofline") == "pytest_roofline.cli:main"
+
+
+# --------------------------------------------------------------------------- one default store
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("runs",),
+        ("report", "pr"),
+        ("compare", "main", "pr"),
+        ("export", "main"),
+        ("calibrate",),
+        ("ab", "--baseline=HEAD"),
+        ("import", "run.json"),
+    ],
+)
+def test_every_subcommand_has_the_plugins_default_store(argv: tuple[str, ...]) -> None:
+    from pytest_roofline.cli import _parser
+    from pytest_roofline.config.defaults import DEFAULTS
+
+    args = _parser().parse_args(list(argv))
+    assert args.store == DEFAULTS.store
+
+
+def test_report_compare_export_and_import_work_without_store_in_the_default_location(
+    capsys: pytest.CaptureFixture[str],
+    store_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project = tmp_path / "project"
+    (project / ".roofline").mkdir(parents=True)
+    (project / ".roofline" / "store.sqlite").write_bytes(store_path.read_bytes())
+    monkeypatch.chdir(project)
+    status, out, err = run(capsys, "report", "main", "--markdown", "summary.md")
+    assert status == EXIT_OK, err
+    assert (project / "summary.md").exists()
+    status, out, err = run(capsys, "compare", "main", "pr", "--json", "compare.json")
+    assert status in (EXIT_OK, EXIT_FAIL), err
+    assert (project / "compare.json").exists()
+    status, out, err = run(capsys, "export", "main", "-o", "main.json")
+    assert status == EXIT_OK, err
+    status, out, err = run(capsys, "import", "main.json", "--label", "again")
+    assert status == EXIT_OK, err
+    assert "into .roofline/store.sqlite" in out
+
+
+def test_without_a_store_in_the_default_location_the_error_names_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run(capsys, "report", "1")
+    assert status == EXIT_USAGE
+    assert ".roofline/store.sqlite" in err
+    _no_traceback(err)

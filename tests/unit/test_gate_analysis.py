@@ -177,6 +177,34 @@ def test_offline_comparison_of_two_stored_runs_decides_like_the_gate(tmp_path: P
     assert document["run"]["first_failing_layer"] == "model"
 
 
+def test_a_comparison_in_which_no_test_matched_the_baseline_escalates_and_says_why(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(8)
+    with Store.open(tmp_path / "s.sqlite") as store:
+        ids = []
+        for label, nodeid in (("main", "old.py::test_a"), ("feature", "new.py::test_a")):
+            record = RunRecord(label, 1.0, 2.0, {}, TARGET.to_dict(), "machine")
+            r = result(nodeid, samples(rng))
+            ids.append(
+                store.save_run(
+                    record,
+                    [
+                        StoredResult(
+                            nodeid, r.to_dict(include_samples=False), r.measurement.samples_s
+                        )
+                    ],
+                )
+            )
+        document = compare_stored_runs(store, ids[0], ids[1])
+    assert [t.decision for t in document.tests] == ["ship"]
+    assert document.decision == "escalate"
+    assert any("0 of 1 tests were compared" in r for r in document.reasons), document.reasons
+    assert not any("every SLA holds" in r for r in document.reasons)
+    assert document.next_steps and "pytest-roofline runs" in document.next_steps[0]
+    assert document.to_json()["next_steps"] == list(document.next_steps)
+
+
 @pytest.mark.parametrize("work", [DeclaredWork(0.0, 1e6, "fp32"), DeclaredWork(1e6, 0.0, "fp32")])
 def test_a_pure_copy_or_pure_compute_declaration_compares_without_a_bound_change(
     work: DeclaredWork,

@@ -16,7 +16,7 @@ from pytest_roofline.gate.evidence import (
     SlaOutcome,
     TestEvidence,
 )
-from pytest_roofline.gate.policy import decide_run, decide_test
+from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
 from pytest_roofline.model.results import QuantileSummary
 from pytest_roofline.roofline import BoundChange
 from pytest_roofline.stats import (
@@ -185,3 +185,50 @@ def test_a_paired_comparison_does_not_blame_the_speed_change_between_runs() -> N
     assert any("between the runs" in h for h in two_run.competing_hypotheses)
     assert not any("between the runs" in h for h in paired.competing_hypotheses)
     assert any("per-round ratios" in h for h in paired.competing_hypotheses)
+
+
+def test_a_comparison_in_which_no_test_matched_the_baseline_escalates_and_says_so() -> None:
+    result = decide_run(
+        {"a": "ship", "b": "ship"},
+        common_mode=None,
+        common_mode_threshold=0.35,
+        compared=0,
+        baseline_label="main",
+    )
+    assert result.decision == "escalate"
+    assert any("0 of 2 tests" in r and "'main'" in r for r in result.reasons), result.reasons
+    assert not any("every SLA holds" in r for r in result.reasons)
+    # The run says what to do next, with the commands that do it.
+    assert any(
+        "pytest-roofline runs" in s and "--roofline-save=main" in s for s in result.next_steps
+    )
+
+
+def test_a_run_without_a_baseline_is_not_escalated_for_comparing_nothing() -> None:
+    result = decide_run({"a": "ship"}, common_mode=None, common_mode_threshold=0.35, compared=None)
+    assert result.decision == "ship"
+    assert result.next_steps == ()
+
+
+def test_a_run_level_escalation_always_comes_with_a_next_step() -> None:
+    shifted = decide_run(
+        {"a": "ship"},
+        common_mode=CommonMode(1.5, math.log(1.5), 8, 0.02),
+        common_mode_threshold=0.35,
+        compared=1,
+        baseline_label="main",
+    )
+    assert shifted.decision == "escalate"
+    assert any("pytest-roofline ab --baseline=" in s for s in shifted.next_steps)
+    flagged = decide_run(
+        {"a": "ship"},
+        common_mode=None,
+        common_mode_threshold=0.35,
+        run_reasons=(RunConcern("a: p95 significant across the run", "replay a: pytest x"),),
+    )
+    assert flagged.decision == "escalate"
+    assert flagged.next_steps == ("replay a: pytest x",)
+    plain = decide_run(
+        {"a": "ship"}, common_mode=None, common_mode_threshold=0.35, run_reasons=("round 2 failed",)
+    )
+    assert plain.decision == "escalate" and len(plain.next_steps) == 1

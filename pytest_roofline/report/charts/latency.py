@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,18 @@ import numpy as np
 from pytest_roofline.report.charts.axes import PlotBox, Scale, Tick, linear_ticks, positive
 from pytest_roofline.report.format import format_seconds
 
-__all__ = ["Guide", "LineChart", "Series", "ecdf_chart", "timeline_chart"]
+__all__ = [
+    "SKETCH_FRAME",
+    "Guide",
+    "LineChart",
+    "Series",
+    "Sketch",
+    "SketchFrame",
+    "ecdf_chart",
+    "ecdf_sketch",
+    "sketch_frame",
+    "timeline_chart",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +79,11 @@ def _finite_positive(values: Sequence[float | None] | None) -> np.ndarray:
 
 
 def _seconds_scale(values: np.ndarray, pixel_low: float, pixel_high: float) -> Scale:
-    low, high = float(values.min()), float(values.max())
+    return _seconds_range(float(values.min()), float(values.max()), pixel_low, pixel_high)
+
+
+def _seconds_range(low: float, high: float, pixel_low: float, pixel_high: float) -> Scale:
+    """The axis for positive durations from ``low`` to ``high``, padded a little."""
     # A log axis when the tail is long: a linear one would squash the body into a few pixels.
     if high / low > 8:
         return Scale(low * 0.9, high * 1.1, pixel_low, pixel_high, log=True)
@@ -200,4 +216,131 @@ def timeline_chart(
         guides=guides,
         x_label="sample (in order taken)",
         y_label="latency",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SketchFrame:
+    """What every row's sketch shares: the canvas, and the p50/p95/p99 levels on its fixed axis.
+
+    The vertical axis of every sketch runs from 0 to p99.9 on the tail-stretched scale, so the
+    frame is drawn the same way in every row and written once per page.
+    """
+
+    width: float
+    height: float
+    left: float
+    right: float
+    top: float
+    bottom: float
+    guides: str
+    levels: tuple[Tick, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Sketch:
+    """A row's small ECDF: a couple of dozen points per side and the ends of its latency axis.
+
+    Small on purpose: every row of a 1000-test report carries one, so it stays under a
+    kilobyte. The memo of a test that does not ship draws the full chart (:func:`ecdf_chart`).
+    """
+
+    series: tuple[Series, ...]
+    low: str
+    high: str
+    label: str
+
+
+#: Points per side of a row's sketch: enough for the shape of the distribution and its tail.
+SKETCH_POINTS = 20
+#: The sketch's vertical reach on the tail-stretched axis: p99.9.
+_SKETCH_REACH = 3.0
+SKETCH_FRAME: SketchFrame
+"""The frame every sketch is drawn in (:func:`sketch_frame`)."""
+
+
+def sketch_frame(width: float = 240, height: float = 76) -> SketchFrame:
+    """The shared frame of the rows' sketches (``width`` × ``height`` pixels)."""
+    left, right, top, bottom = 4.0, width - 4.0, 4.0, height - 15.0
+    y = Scale(0.0, _SKETCH_REACH, bottom, top, log=False)
+    levels = tuple(
+        Tick(round(y(_tail(q)), 1), name)
+        for q, name in ((0.5, "p50"), (0.95, "p95"), (0.99, "p99"))
+    )
+    guides = "".join(f"M{left:g} {t.pos:g}H{right:g}" for t in levels)
+    return SketchFrame(width, height, left, right, top, bottom, guides, levels)
+
+
+SKETCH_FRAME = sketch_frame()
+_SKETCH_TAILS = np.linspace(0.0, _SKETCH_REACH, SKETCH_POINTS)
+_SKETCH_SHARES = 1.0 - 10.0 ** (-_SKETCH_TAILS)
+
+
+def _sorted_positive(values: Sequence[float | None] | None) -> np.ndarray:
+    """The positive finite samples of ``values``, sorted (:func:`_finite_positive`, faster for
+    the plain floats a document holds: every row of a large report needs it)."""
+    if not values:
+        return np.empty(0)
+    try:
+        array = np.fromiter(values, np.float64, len(values))
+    except (TypeError, ValueError):
+        return np.sort(_finite_positive(values))
+    array.sort()
+    # Sorted, the non-positive values come first and NaN last, with +inf just before it.
+    first = int(np.searchsorted(array, 0.0, side="right"))
+    end = int(np.searchsorted(array, np.inf, side="left"))
+    return array[first:end]
+
+
+@functools.lru_cache(maxsize=64)
+def _sketch_ranks(n: int, bottom: float, top: float) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The order statistics a side of ``n`` samples is drawn through, and their heights.
+
+    The order statistic of rank k sits at share k / (n + 1); levels past n / (n + 1) are beyond
+    the largest sample and are left out. Cached: a report has a few distinct sample counts.
+    """
+    ranks = np.ceil(_SKETCH_SHARES * (n + 1)).astype(np.int64)
+    usable = ranks <= n
+    y = Scale(0.0, _SKETCH_REACH, bottom, top, log=False)
+    heights = np.rint(y.many(_SKETCH_TAILS[usable])).astype(np.int64)
+    return np.maximum(ranks[usable], 1) - 1, tuple(heights.tolist())
+
+
+def ecdf_sketch(
+    candidate: Sequence[float | None] | None,
+    baseline: Sequence[float | None] | None,
+    *,
+    frame: SketchFrame = SKETCH_FRAME,
+) -> Sketch | None:
+    """The ECDF of candidate and baseline samples, drawn small in ``frame``.
+
+    The vertical axis is ``-log10(1 - F)`` as in :func:`ecdf_chart`, up to p99.9; each side is
+    drawn through its order statistics at :data:`SKETCH_POINTS` levels evenly spaced on that
+    axis (plotting positions ``rank / (n + 1)``), so the tail gets as many points as the body,
+    and a side stops at its largest sample.
+    """
+    cand = _sorted_positive(candidate)
+    base = _sorted_positive(baseline)
+    if not cand.size:
+        return None
+    low_s = float(min(cand[0], base[0])) if base.size else float(cand[0])
+    high_s = float(max(cand[-1], base[-1])) if base.size else float(cand[-1])
+    x = _seconds_range(low_s, high_s, frame.left, frame.right)
+    series = []
+    for values, cls, name in ((base, "s-baseline", "baseline"), (cand, "s-candidate", "candidate")):
+        n = values.size
+        if not n:
+            continue
+        indices, heights = _sketch_ranks(n, frame.bottom, frame.top)
+        xs = np.rint(x.many(values[indices])).astype(np.int64).tolist()
+        points = " ".join(f"{a},{b}" for a, b in zip(xs, heights, strict=True))
+        series.append(Series(points, cls, f"{name} (n={n})"))
+    low, high = format_seconds(low_s), format_seconds(high_s)
+    return Sketch(
+        series=tuple(series),
+        low=low,
+        high=high,
+        label="ECDF of per-call latency: "
+        + ", ".join(s.label for s in series)
+        + f", {low} to {high}",
     )

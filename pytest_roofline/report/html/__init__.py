@@ -1,4 +1,4 @@
-"""The self-contained HTML signoff report (DESIGN 9), rendered from the run document.
+"""The self-contained HTML signoff report (docs/report.md), rendered from the run document.
 
 This package reads the run document (:mod:`pytest_roofline.model.document`), formats numbers and
 lays out charts, and never decides anything; a gap in the document (an older run, a run without

@@ -11,6 +11,7 @@ from pytest_roofline.model.document import (
 )
 from pytest_roofline.report.format import (
     DECISION_ORDER,
+    code_spans,
     decision_name,
     format_percent,
     format_ratio,
@@ -178,6 +179,7 @@ def banner(document: RunDocument) -> Banner:
     return Banner(
         decision=decision_name(document.decision),
         reasons=tuple(r for r in document.reasons if r),
+        next_steps=tuple(code_spans(step) for step in document.next_steps if step),
         label=run.label or "unlabelled run",
         baseline=baseline,
         target=(target.name if target else None) or "no target",

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pytest_roofline.model.document import CountersRecord, TestRecord
 from pytest_roofline.report.charts.latency import ecdf_chart, timeline_chart
 from pytest_roofline.report.format import (
+    KEEP_FASTER_ADVICE,
     decision_name,
     format_interval,
     format_percent,
     format_ratio,
     format_seconds,
+    got_faster,
+    id_parts,
     si,
 )
 from pytest_roofline.report.html.table import ratio_strip
@@ -89,7 +92,7 @@ def _mechanism(test: TestRecord) -> tuple[Fact, ...]:
 
 
 def _counter_value(name: str, value: float) -> str:
-    # Counter names carry their unit (DESIGN 4): "..._s" seconds, "..._bytes" bytes.
+    # Counter names carry their unit (docs/counters.md): "..._s" seconds, "..._bytes" bytes.
     if name.endswith("_s"):
         return format_seconds(value)
     if name.endswith("_bytes"):
@@ -131,6 +134,16 @@ def _movement(test: TestRecord) -> tuple[str, ...]:
         change = base_s / cand_s - 1
         moves.append(f"{q} {format_seconds(cand_s)} → ≈ {format_seconds(base_s)} ({change:+.0%})")
     return tuple(moves)
+
+
+def _faster(test: TestRecord) -> str | None:
+    """For a test that got faster: there is nothing to revert (``None`` otherwise)."""
+    if not got_faster(test):
+        return None
+    ratios = ", ".join(
+        f"{q} {format_ratio(r)}" for q in ("p50", "p95", "p99") if (r := test.ratio(q)) is not None
+    )
+    return f"Nothing to revert: the test got faster than the baseline ({ratios})."
 
 
 def _replay(test: TestRecord) -> str:
@@ -204,6 +217,7 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
     """The review memo of ``test`` (the ``index``-th test of the document)."""
     rows, notes, summary = _counters(test.counters)
     candidate = list(test.series.candidate or ())
+    faster = _faster(test)
     references = {
         "baseline p95": test.baseline.p95_s if test.baseline is not None else None,
         "candidate p95": test.p95_s,
@@ -212,6 +226,7 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
         id=f"memo-{index}",
         row_id=f"t-{index}",
         nodeid=test.nodeid,
+        id_parts=id_parts(test.nodeid),
         decision=decision_name(test.decision),
         reasons=tuple(r for r in test.reasons if r),
         owners=test.owners,
@@ -225,7 +240,10 @@ def memo(index: int, test: TestRecord, run_changes: tuple[TagRow, ...]) -> Memo:
         hypotheses=test.competing_hypotheses,
         missing_evidence=test.missing_evidence,
         rollback_boundary=test.rollback_boundary,
-        movement=_movement(test),
+        # Where the quantiles go if a change is undone: no question for an improvement.
+        movement=_movement(test) if faster is None else (),
+        faster=faster,
+        decide=KEEP_FASTER_ADVICE if faster is not None else None,
         risks=_risks(test, summary),
         replay_command=test.replay_command,
         replay=_replay(test),

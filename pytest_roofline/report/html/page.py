@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pytest_roofline.model.document import DeclaredRecord, MethodRecord, RunDocument, TestRecord
+from pytest_roofline.report.charts.latency import SKETCH_FRAME
 from pytest_roofline.report.charts.roofline import PointInput, RooflineChart, roofline_chart
 from pytest_roofline.report.format import (
     decision_name,
     format_percent,
     format_seconds,
+    id_parts,
     review_key,
     si,
 )
@@ -116,11 +118,20 @@ def _matrix(document: RunDocument) -> Matrix:
             bound = (cell.bound if cell is not None else None) or "n/a"
             cells.append(
                 MatrixCell(
-                    seconds, format_seconds(seconds) if seconds is not None else "n/a", bound
+                    seconds,
+                    format_seconds(seconds) if seconds is not None else "n/a",
+                    bound,
+                    "cell current" if p.name == current else "cell",
                 )
             )
         rows.append(
-            MatrixRow(test.nodeid, _work_text(work), format_seconds(test.p50_s), tuple(cells))
+            MatrixRow(
+                test.nodeid,
+                id_parts(test.nodeid),
+                _work_text(work),
+                format_seconds(test.p50_s),
+                tuple(cells),
+            )
         )
     return Matrix(targets, tuple(rows), undeclared)
 
@@ -173,4 +184,5 @@ def build_view(document: RunDocument) -> ReportView:
         versions=tuple((k, v) for k, v in document.versions.items() if v is not None),
         generated=run.finished or run.started or "",
         paired=paired_method(run),
+        sketch_frame=SKETCH_FRAME,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from pytest_roofline.model.document import QuantileChange, RooflineRecord, SlaRecord, TestRecord
+from pytest_roofline.report.charts.latency import ecdf_sketch
 from pytest_roofline.report.format import (
     DECISION_ORDER,
     decision_name,
@@ -12,6 +13,7 @@ from pytest_roofline.report.format import (
     format_percent,
     format_ratio,
     format_seconds,
+    id_parts,
 )
 from pytest_roofline.report.html.view import Cell, RatioStrip, Row, StripDot, StripRow
 
@@ -39,35 +41,77 @@ def owner_text(test: TestRecord) -> str:
     return ", ".join(test.owners) if test.owners else "none defined"
 
 
+def _unconfirmed(test: TestRecord) -> bool:
+    """A replay measured the test again and did not reproduce its first look's regression."""
+    return test.replay is not None and test.replay.attempted and test.replay.reproduced is False
+
+
 def _quantile_cell(test: TestRecord, q: str) -> Cell:
     cand = test.quantile_s(q)
     base = getattr(test.baseline, f"{q}_s") if test.baseline is not None else None
     sub = f"was {format_seconds(base)}" if base is not None else ""
-    return Cell(format_seconds(cand), _sort_key(cand), "num", sub=sub, sub_cls="muted")
+    title = ""
+    replay = test.replay
+    if replay is not None and replay.attempted:
+        # Replays are compared with the baseline but not kept: the row's numbers are the first.
+        outcome = (
+            "reproduced the regression"
+            if replay.reproduced is True
+            else "did not reproduce it (its ratios are in the verdict column)"
+            if replay.reproduced is False
+            else "has no recorded outcome"
+        )
+        title = f"the first measurement ({test.samples} samples); the replay {outcome}"
+    return Cell(format_seconds(cand), _sort_key(cand), "num", sub=sub, sub_cls="muted", title=title)
 
 
-def _ratio_cell(comp: QuantileChange | None, q: str, has_baseline: bool) -> Cell:
+def _verdict_class(verdict: str, unconfirmed: bool) -> str:
+    if verdict == "regression" and unconfirmed:
+        return "v-unconfirmed"
+    return f"v-{verdict.replace(' ', '-')}" if verdict else ""
+
+
+def _ratio_cell(comp: QuantileChange | None, q: str, test: TestRecord) -> Cell:
     if comp is None:
-        return Cell("n/a" if has_baseline else "no baseline", "", "num muted")
+        return Cell("n/a" if test.baseline is not None else "no baseline", "", "num muted")
     verdict = comp.verdict or ""
+    unconfirmed = _unconfirmed(test) and verdict == "regression"
     title_parts = [
-        f"{q} {verdict or 'no verdict'}",
+        f"{q} {verdict or 'no verdict'}"
+        + (" on first look, not reproduced" if unconfirmed else ""),
         f"p {comp.p_value:.2g}" if comp.p_value is not None else "",
         f"p (BH) {comp.p_adjusted:.2g}" if comp.p_adjusted is not None else "",
         f"margin {format_percent(comp.delta)}" if comp.delta is not None else "",
         f"detectable {format_percent(comp.mde)}" if comp.mde is not None else "",
     ]
+    cls = _verdict_class(verdict, _unconfirmed(test))
     return Cell(
         format_ratio(comp.ratio),
         _sort_key(comp.ratio),
-        f"num v-{verdict.replace(' ', '-')}" if verdict else "num",
+        f"num {cls}".strip(),
         sub=format_interval(comp.ci_low, comp.ci_high),
         sub_cls="muted",
         title=" · ".join(p for p in title_parts if p),
     )
 
 
-def _verdict_cell(change: dict[str, QuantileChange]) -> Cell:
+def _verdict_text(test: TestRecord, q: str) -> str:
+    """A quantile's verdict as the row states it; a first-look regression that a replay did not
+    reproduce shows both measurements' ratios."""
+    comp = (test.change or {}).get(q)
+    verdict = (comp.verdict or "") if comp is not None else ""
+    if comp is None or not verdict:
+        return f"{q} n/a"
+    if verdict == "regression" and _unconfirmed(test):
+        replays = [r for r in (test.replay.ratios.get(q, ()) if test.replay else ()) if r]
+        again = ", ".join(format_ratio(r) for r in replays) or "n/a"
+        return f"{q} regression {format_ratio(comp.ratio)} on first look, replay {again}: not reproduced"
+    return f"{q} {verdict}"
+
+
+def _verdict_cell(test: TestRecord) -> Cell:
+    change = dict(test.change or {})
+
     def verdict(q: str) -> str:
         comp = change.get(q)
         return (comp.verdict or "") if comp is not None else ""
@@ -76,18 +120,33 @@ def _verdict_cell(change: dict[str, QuantileChange]) -> Cell:
     improved = any((comp := change.get(q)) is not None and comp.improvement for q in ("p95", "p99"))
     if not v95 and not v99:
         return Cell("n/a", "", "muted")
-    sub = f"p99 {v99 or 'n/a'}"
+    unconfirmed = _unconfirmed(test)
+    sub = [_verdict_text(test, "p99")]
     median_flagged = v50 in ("regression", "suspect")
     if median_flagged:
         # The median is gated too; show it when it is what points at a regression.
-        sub += f" · p50 {v50}"
+        sub.append(_verdict_text(test, "p50"))
     worst_sub = min((v99, v50), key=_VERDICT_RANK.__getitem__) if median_flagged else v99
+
+    def rank(v: str) -> int:
+        # A regression that did not reproduce ranks with the suspects.
+        return _VERDICT_RANK["suspect"] if v == "regression" and unconfirmed else _VERDICT_RANK[v]
+
+    title = ""
+    shift = test.common_mode_applied
+    # Only a shift the ratio's two decimals would show (×1.00 changes nothing a reader sees).
+    if shift is not None and abs(shift - 1) >= 0.005:
+        title = (
+            f"ratios are candidate ÷ baseline after dividing out the run's shift {format_ratio(shift)}, "
+            "so they differ from the quantiles ÷ 'was'"
+        )
     return Cell(
-        f"p95 {v95 or 'n/a'}" + (" · improved" if improved else ""),
-        str(min(_VERDICT_RANK[v95], _VERDICT_RANK[v99], _VERDICT_RANK[v50])),
-        f"verdict v-{v95.replace(' ', '-')}" if v95 else "verdict muted",
-        sub=sub,
-        sub_cls=f"v-{worst_sub.replace(' ', '-')}" if worst_sub else "muted",
+        _verdict_text(test, "p95") + (" · improved" if improved else ""),
+        str(min(rank(v95), rank(v99), rank(v50))),
+        f"verdict {_verdict_class(v95, unconfirmed)}" if v95 else "verdict muted",
+        sub=" · ".join(sub),
+        sub_cls=_verdict_class(worst_sub, unconfirmed) or "muted",
+        title=title,
     )
 
 
@@ -109,17 +168,38 @@ def _bound_cell(point: RooflineRecord | None) -> Cell:
     )
 
 
+# Each SLA check's status as the cell shows it, worst first: (text, sort rank, class). Only
+# "met" says met; a check that could not be assessed or was not confirmed says so.
+_SLA_SHOWN: tuple[tuple[str, str, str, str], ...] = (
+    ("breach", "breach", "0", "sla-breach"),
+    ("possible breach", "possible breach", "1", "sla-possible"),
+    ("unassessable", "unassessed", "1", "sla-possible"),
+    ("not detected", "unconfirmed", "2", "muted"),
+    ("met", "met", "3", "sla-ok"),
+)
+
+
 def _sla_cell(sla: SlaRecord) -> Cell:
+    """The worst of the test's SLA checks: a breach, a possible breach, unassessed, unconfirmed,
+    or met when every check is confidently met."""
+    checks = [c for c in sla.checks if c.status is not None]
+    title = "\n".join(c.detail or f"{c.key}: {c.status}" for c in checks)
+    for status, text, rank, cls in _SLA_SHOWN:
+        hits = [c for c in checks if c.status == status]
+        if hits:
+            shown = f"{len(hits)} breach" if status == "breach" else text
+            return Cell(shown, rank, cls, title=title)
+    # A document that recorded no per-check status (or none this version knows).
     violations = tuple(v for v in sla.violations if v)
     if violations:
         return Cell(f"{len(violations)} breach", "0", "sla-breach", title="\n".join(violations))
-    if sla.ok is True:
-        return Cell("met", "2", "sla-ok")
     if sla.ok is False:
         return Cell("not met", "0", "sla-breach")
+    if sla.ok is True and not sla.checks:
+        return Cell("met", "3", "sla-ok")
     if sla.checks:
         return Cell("unassessed", "1", "muted")
-    return Cell("none", "3", "muted")
+    return Cell("none", "4", "muted")
 
 
 _STRIP_WIDTH, _STRIP_LEFT, _STRIP_RIGHT = 168.0, 26.0, 162.0
@@ -171,7 +251,6 @@ def ratio_strip(test: TestRecord) -> RatioStrip | None:
 def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
     """The table row of ``test`` (``memo_id``: its review memo, when it has one)."""
     change = dict(test.change or {})
-    has_baseline = test.baseline is not None
     efficiency = test.roofline.efficiency if test.roofline is not None else None
     decision = decision_name(test.decision)
     owner = owner_text(test)
@@ -179,9 +258,9 @@ def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
         _quantile_cell(test, "p50"),
         _quantile_cell(test, "p95"),
         _quantile_cell(test, "p99"),
-        _ratio_cell(change.get("p95"), "p95", has_baseline),
-        _ratio_cell(change.get("p99"), "p99", has_baseline),
-        _verdict_cell(change),
+        _ratio_cell(change.get("p95"), "p95", test),
+        _ratio_cell(change.get("p99"), "p99", test),
+        _verdict_cell(test),
         _bound_cell(test.roofline),
         Cell(format_percent(efficiency), _sort_key(efficiency), "num"),
         _sla_cell(test.sla),
@@ -191,6 +270,7 @@ def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
     return Row(
         index=index,
         nodeid=test.nodeid,
+        id_parts=id_parts(test.nodeid),
         slice=test.slice or "",
         source=test.source or "",
         decision=decision,
@@ -198,4 +278,5 @@ def table_row(index: int, test: TestRecord, memo_id: str | None) -> Row:
         cells=cells,
         owner=owner,
         strip=ratio_strip(test),
+        dist=ecdf_sketch(test.series.candidate, test.series.baseline),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_roofline.report.charts.latency import LineChart
+from pytest_roofline.report.charts.latency import LineChart, Sketch, SketchFrame
 from pytest_roofline.report.charts.roofline import RooflineChart
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "RatioStrip",
     "ReportView",
     "Row",
+    "Spans",
     "StripDot",
     "StripRow",
     "TagRow",
@@ -57,10 +58,16 @@ class TagRow:
     first_failing: bool
 
 
+Spans = tuple[tuple[str, bool], ...]
+"""Text as ``(part, is_code)`` pieces: the template shows code pieces as ``<code>``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Banner:
     decision: str
     reasons: tuple[str, ...]
+    #: What to do about each run-level reason (commands as code pieces).
+    next_steps: tuple[Spans, ...]
     label: str
     baseline: str
     target: str
@@ -125,6 +132,8 @@ class RatioStrip:
 class Row:
     index: int
     nodeid: str
+    #: The node id cut where a line may break (``<wbr>`` between the parts).
+    id_parts: tuple[str, ...]
     slice: str
     source: str
     decision: str
@@ -132,6 +141,8 @@ class Row:
     cells: tuple[Cell, ...]
     owner: str
     strip: RatioStrip | None = None
+    #: The test's small latency ECDF, collapsed in its row.
+    dist: Sketch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +157,7 @@ class Memo:
     id: str
     row_id: str
     nodeid: str
+    id_parts: tuple[str, ...]
     decision: str
     reasons: tuple[str, ...]
     owners: tuple[str, ...]
@@ -160,6 +172,9 @@ class Memo:
     missing_evidence: tuple[str, ...]
     rollback_boundary: str | None
     movement: tuple[str, ...]
+    #: Set when the test got faster: nothing to revert, and what a human must decide instead.
+    faster: str | None
+    decide: str | None
     risks: tuple[str, ...]
     replay_command: str | None
     replay: str
@@ -176,6 +191,8 @@ class MatrixCell:
     seconds: float | None
     time: str
     bound: str
+    #: ``cell``, and ``current`` in the column of the run's own target.
+    cls: str = "cell"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +205,7 @@ class MatrixTarget:
 @dataclass(frozen=True, slots=True)
 class MatrixRow:
     nodeid: str
+    id_parts: tuple[str, ...]
     work: str
     measured: str
     cells: tuple[MatrixCell, ...]
@@ -215,3 +233,5 @@ class ReportView:
     versions: tuple[tuple[str, str], ...]
     generated: str
     paired: tuple[Fact, ...] = ()
+    #: The frame every row's latency sketch is drawn in.
+    sketch_frame: SketchFrame | None = None
