@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, main
+from pytest_roofline.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED, main
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
@@ -246,7 +246,7 @@ def test_report_of_an_unknown_run(
     _no_traceback(err)
 
 
-def test_an_unwritable_output_is_a_clear_error(
+def test_an_unwritable_output_is_a_clear_error_with_its_own_status(
     capsys: pytest.CaptureFixture[str], store_path: Path, tmp_path: Path
 ) -> None:
     blocker = tmp_path / "file"
@@ -254,7 +254,7 @@ def test_an_unwritable_output_is_a_clear_error(
     status, _, err = run(
         capsys, "report", "1", "--store", str(store_path), "--html", str(blocker / "r.html")
     )
-    assert status == EXIT_USAGE and f"cannot write {blocker / 'r.html'}" in err
+    assert status == EXIT_WRITE_FAILED and f"cannot write {blocker / 'r.html'}" in err
     _no_traceback(err)
 
 
