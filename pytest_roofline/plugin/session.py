@@ -401,7 +401,7 @@ class RooflineSession:
         if settings.save_label is not None:
             self._save(document)
         writers: list[tuple[str, Path | None, Callable[[], str]]] = [
-            ("JSON document", settings.json_path, lambda: render_json(document)),
+            ("JSON", settings.json_path, lambda: render_json(document)),
             ("HTML report", settings.report_path, lambda: render_html(document)),
             (
                 "Markdown summary",

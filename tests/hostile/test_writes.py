@@ -35,7 +35,7 @@ SHORT_WAIT = "import pytest_roofline.store.sqlite as s\ns._BUSY_TIMEOUT_MS = 200
 
 # (case, options, the message's fragment); every case also saves the run, which succeeds.
 UNWRITABLE_OUTPUTS = [
-    ("json", ["--roofline-json=blocker/o.json"], "could not write the JSON document to"),
+    ("json", ["--roofline-json=blocker/o.json"], "could not write the JSON to"),
     ("html", ["--roofline-report=blocker/o.html"], "could not write the HTML report to"),
     ("markdown", ["--roofline-markdown=blocker/o.md"], "could not write the Markdown summary to"),
 ]

@@ -165,7 +165,7 @@ def test_a_json_path_that_cannot_be_written_fails_the_run_with_status_7(
     result = project.runpytest("--roofline", f"--roofline-json={blocker / 'out.json'}")
     result.assert_outcomes(passed=2)
     assert result.ret == 7
-    result.stdout.fnmatch_lines(["*roofline: ERROR could not write the JSON document to*"])
+    result.stdout.fnmatch_lines(["*roofline: ERROR could not write the JSON to*"])
 
 
 def test_measurements_arrive_from_xdist_workers(
