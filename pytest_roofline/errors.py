@@ -7,7 +7,16 @@ import pytest; the plugin turns a :class:`RooflineError` raised by user input in
 
 from __future__ import annotations
 
-__all__ = ["AbError", "CliError", "ConfigError", "RooflineError", "RooflineWarning", "StoreError"]
+__all__ = [
+    "AbError",
+    "CliError",
+    "ConfigError",
+    "OutputError",
+    "RooflineError",
+    "RooflineWarning",
+    "StoreError",
+    "StoreWriteError",
+]
 
 
 class RooflineError(Exception):
@@ -28,6 +37,14 @@ class CliError(RooflineError):
 
 class StoreError(RooflineError):
     """The result store cannot be opened, read or written safely (nothing stored is changed)."""
+
+
+class OutputError(RooflineError):
+    """A requested output (a save, a JSON document, a report) could not be written (exit status 7)."""
+
+
+class StoreWriteError(StoreError, OutputError):
+    """A write to the store failed (locked, read-only, disk full); the store is as it was."""
 
 
 class RooflineWarning(UserWarning):

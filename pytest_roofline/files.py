@@ -10,7 +10,11 @@ __all__ = ["write_atomic"]
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file in the same directory and ``os.replace``: never a half file."""
+    """Write through a temporary file in the same directory and ``os.replace``: never a half file.
+
+    The file is UTF-8; text that cannot be (a lone surrogate decoded from a name that was not
+    UTF-8) is written as its escape, ``\\udcff``, so it stays visible and the file stays valid.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     # mkstemp creates the file 0600; a report is an artifact others open: use the umask's mode.
@@ -18,7 +22,7 @@ def write_atomic(path: Path, text: str) -> None:
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:

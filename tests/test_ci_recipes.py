@@ -224,7 +224,10 @@ def play_github(
         played.ran.append(name)
         inputs = {k: _expand(str(v), context) for k, v in (step.get("with") or {}).items()}
         if "run" in step:
-            step_env = {**base_env, **{k: _expand(str(v), context) for k, v in (step.get("env") or {}).items()}}
+            step_env = {
+                **base_env,
+                **{k: _expand(str(v), context) for k, v in (step.get("env") or {}).items()},
+            }
             _bash(_expand(step["run"], context), cwd=workspace, env=step_env, what=f"step {name!r}")
             continue
         action = step["uses"].split("@")[0]
@@ -307,7 +310,12 @@ def test_the_github_actions_workflow_runs_on_main_and_on_pull_requests(
         "GITHUB_REF_NAME": "main",
     }
     played = play_github(
-        workflow, workspace=main, context=context, env=env, cache=cache, cache_root=tmp_path / "cache"
+        workflow,
+        workspace=main,
+        context=context,
+        env=env,
+        cache=cache,
+        cache_root=tmp_path / "cache",
     )
     assert "Save a baseline (main)" in played.ran
     assert "Gate the pull request" not in played.ran
@@ -345,7 +353,9 @@ def test_the_github_actions_workflow_runs_on_main_and_on_pull_requests(
         # The paired run is saved as "ab"; the two-run gate compares with the cached "main".
         assert ("**ab** vs" in text) if paired == "1" else ("vs **main**" in text)
         assert "`roofline.html` (written beside this summary)" in text
-        assert (workspace / "roofline.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+        assert (
+            (workspace / "roofline.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+        )
         assert set(played.artifacts) == {"roofline.html", "roofline.md"}
         assert len(cache) == 1  # pull requests read the store, they do not keep one
 
@@ -354,7 +364,16 @@ def test_the_github_actions_workflow_runs_on_main_and_on_pull_requests(
 _GL_TOKEN = re.compile(
     r"\s*(?:(?P<str>\"[^\"]*\"|'[^']*')|(?P<var>\$\{?\w+\}?)|(?P<op>==|!=|&&|\|\||\(|\)))"
 )
-_GL_RESERVED = {"variables", "stages", "default", "include", "workflow", "image", "services", "cache"}
+_GL_RESERVED = {
+    "variables",
+    "stages",
+    "default",
+    "include",
+    "workflow",
+    "image",
+    "services",
+    "cache",
+}
 
 
 def gitlab_rule(text: str, variables: Mapping[str, str]) -> bool:
@@ -436,7 +455,12 @@ def play_gitlab(
                 shutil.copytree(workspace / path, stored / path, dirs_exist_ok=True)
             cache[key] = stored
         if "after_script" in job:
-            _bash(_script(job["after_script"]), cwd=workspace, env=job_env, what=f"{name} after_script")
+            _bash(
+                _script(job["after_script"]),
+                cwd=workspace,
+                env=job_env,
+                what=f"{name} after_script",
+            )
         for path in (job.get("artifacts") or {}).get("paths", []):
             assert (workspace / path).exists(), f"{name}: artifact {path} was not written"
             played.artifacts[path] = workspace / path
@@ -459,7 +483,12 @@ def test_the_gitlab_ci_jobs_run_on_the_default_branch_and_on_merge_requests(
         "CI_PROJECT_DIR": str(main),
     }
     played = play_gitlab(
-        pipeline, workspace=main, variables=variables, env=repo.env, cache=cache, cache_root=tmp_path / "cache"
+        pipeline,
+        workspace=main,
+        variables=variables,
+        env=repo.env,
+        cache=cache,
+        cache_root=tmp_path / "cache",
     )
     assert played.ran == ["roofline-baseline"]
     assert "main" in _labels(main, repo.env)
@@ -508,6 +537,12 @@ def test_the_expression_players_read_what_the_recipes_use() -> None:
     assert github_expression("success() && (github.event_name == 'pull_request')", context) is False
     assert github_expression("always()", context, failed=True) is True
     assert _expand("roofline-${{ runner.os }}-", context) == "roofline-Linux-"
-    assert gitlab_rule("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH", {"CI_COMMIT_BRANCH": "main", "CI_DEFAULT_BRANCH": "main"})
+    assert gitlab_rule(
+        "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH",
+        {"CI_COMMIT_BRANCH": "main", "CI_DEFAULT_BRANCH": "main"},
+    )
     assert not gitlab_rule("$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH", {"CI_DEFAULT_BRANCH": "main"})
-    assert gitlab_rule('$CI_PIPELINE_SOURCE == "merge_request_event"', {"CI_PIPELINE_SOURCE": "merge_request_event"})
+    assert gitlab_rule(
+        '$CI_PIPELINE_SOURCE == "merge_request_event"',
+        {"CI_PIPELINE_SOURCE": "merge_request_event"},
+    )

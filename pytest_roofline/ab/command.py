@@ -26,8 +26,20 @@ from pathlib import Path
 from pytest_roofline.ab.analysis import DESIGN, analyse_rounds
 from pytest_roofline.ab.git import add_worktree, remove_worktree
 from pytest_roofline.ab.plan import SIDES, AbOptions, make_plan, side_trees
-from pytest_roofline.ab.rounds import Round, RoundRecord, copy_calibrations, quote_args, run_round
+from pytest_roofline.ab.rounds import (
+    Round,
+    RoundRecord,
+    copy_calibrations,
+    replay_prefix,
+    run_round,
+)
 from pytest_roofline.ab.sides import resolve_python, run_setup, side_env, side_facts
+from pytest_roofline.ab.stale import (
+    SCRATCH_PREFIX,
+    WORKTREE_NAME,
+    ScratchClaim,
+    prune_stale_worktrees,
+)
 from pytest_roofline.hardware.calibration import calibration_key
 from pytest_roofline.model.document import PairedRun, PairedSide, RoundTiming, RunDocument
 from pytest_roofline.stats import paired
@@ -59,6 +71,8 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
     wall_start = time.perf_counter()
     started = time.time()
     plan = make_plan(options)
+    for stale in prune_stale_worktrees(plan.toplevel):
+        log(f"pytest-roofline ab: pruned a stale baseline worktree left by a killed ab: {stale}")
     # Open the user's store first: one that cannot be written fails before minutes of rounds.
     Store.open(plan.store_path, create=True).close()
     order = paired.abba_order(plan.rounds)
@@ -71,9 +85,11 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
     )
     warnings: list[str] = []
     rounds: list[Round] = []
-    with tempfile.TemporaryDirectory(prefix="roofline-ab-") as scratch_text:
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_text:
         scratch = Path(scratch_text)
-        worktree = scratch / "baseline"
+        # Held until the worktree is gone: another ab prunes it only once this process is dead.
+        claim = ScratchClaim(scratch)
+        worktree = scratch / WORKTREE_NAME
         add_worktree(plan.toplevel, plan.base_commit, worktree)
         try:
             trees = side_trees(plan, options, worktree)
@@ -112,6 +128,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
                     )
         finally:
             trouble = remove_worktree(plan.toplevel, worktree)
+            claim.release()
             if trouble:
                 warnings.append(trouble)
         with Store.open(scratch / "rounds.sqlite", create=False) as scratch_store:
@@ -121,14 +138,6 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
     by_side = {
         side: [runs[r.record.run_id] for r in rounds if r.record.side == side] for side in SIDES
     }
-    prefix = [
-        "pytest-roofline",
-        "ab",
-        f"--baseline={options.baseline_ref}",
-        f"--rounds={plan.rounds}",
-    ]
-    if options.import_root is not None:
-        prefix.append(f"--import-root={options.import_root}")
     finished = time.time()
     document, stored = analyse_rounds(
         by_side["baseline"],
@@ -138,8 +147,9 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         layers=plan.layers,
         label=options.label,
         baseline_label=options.baseline_ref,
-        # The node id alone selects the test; the other pytest arguments may select more.
-        replay_command=lambda nodeid: quote_args([*prefix, "--", nodeid]),
+        replay_command=replay_prefix(
+            baseline_ref=options.baseline_ref, rounds=plan.rounds, import_root=options.import_root
+        ),
         run_reasons=list(dict.fromkeys(r.reason for r in rounds if r.reason)),
         started=started,
         finished=finished,

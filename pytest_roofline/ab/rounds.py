@@ -14,7 +14,7 @@ import json
 import shlex
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,15 @@ from pytest_roofline.errors import AbError, StoreError
 from pytest_roofline.stats.paired import Side
 from pytest_roofline.store import Store
 
-__all__ = ["PROBE_PLUGIN", "Round", "RoundRecord", "copy_calibrations", "quote_args", "run_round"]
+__all__ = [
+    "PROBE_PLUGIN",
+    "Round",
+    "RoundRecord",
+    "copy_calibrations",
+    "quote_args",
+    "replay_prefix",
+    "run_round",
+]
 
 PROBE_PLUGIN = "pytest_roofline.plugin.ab_imports"
 
@@ -44,7 +52,21 @@ class RoundRecord:
 
 
 def quote_args(args: Sequence[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
+    """A command line for a POSIX shell: every word quoted as needed (``shlex.join``)."""
+    return shlex.join(args)
+
+
+def replay_prefix(
+    *, baseline_ref: str, rounds: int, import_root: str | None
+) -> Callable[[str], str]:
+    """The paired replay command of a node id: ``pytest-roofline ab --baseline=REF ... -- NODEID``.
+
+    The node id alone selects the test (the run's other pytest arguments may select more).
+    """
+    prefix = ["pytest-roofline", "ab", f"--baseline={baseline_ref}", f"--rounds={rounds}"]
+    if import_root is not None:
+        prefix.append(f"--import-root={import_root}")
+    return lambda nodeid: quote_args([*prefix, "--", nodeid])
 
 
 def copy_calibrations(source: Path, dest: Store, key: str) -> None:

@@ -10,8 +10,10 @@ Subcommands (``pytest-roofline SUBCOMMAND --help`` for each):
 ``calibrate``  measure (or show the cached) roofs of this host
 ``ab``         measure a git revision (baseline) and the current tree in alternating rounds
 
-Exit status: 0 success or ship; 1 rollback (and escalate under ``--gate escalate``); 2 a usage
-or data error, with a message on stderr naming the problem (never a traceback for bad input).
+Exit status (:mod:`pytest_roofline.exits`): 0 success or ship; 1 rollback (and escalate under
+``--gate escalate``); 2 a usage or data error, with a message on stderr naming the problem (never
+a traceback for bad input); 7 a requested output (``--json``, ``--html``, ``--markdown``, ``-o``,
+an import's save) could not be written.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pytest_roofline.cli.commands import (
     EXIT_FAIL,
     EXIT_OK,
     EXIT_USAGE,
+    EXIT_WRITE_FAILED,
     cmd_ab,
     cmd_calibrate,
     cmd_compare,
@@ -35,10 +39,21 @@ from pytest_roofline.cli.commands import (
 )
 from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, pytest_benchmark_run
 from pytest_roofline.config.defaults import DEFAULTS
-from pytest_roofline.errors import CliError, RooflineError
+from pytest_roofline.config.labels import check_nonempty
+from pytest_roofline.config.outputs import check_outputs, protected_paths
+from pytest_roofline.errors import CliError, OutputError, RooflineError
+from pytest_roofline.text import terminal_safe
 from pytest_roofline.vocabulary import FAILS_ON
 
-__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "format_roofs", "main", "pytest_benchmark_run"]
+__all__ = [
+    "EXIT_FAIL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_WRITE_FAILED",
+    "format_roofs",
+    "main",
+    "pytest_benchmark_run",
+]
 
 #: The plugin's default store (``--roofline-store``), relative to the current directory here;
 #: every subcommand takes ``--store`` and defaults to it.
@@ -73,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="pytest-roofline",
         description="Inspect, compare and move pytest-roofline runs.",
         epilog="Exit status: 0 success or ship, 1 rollback (and escalate under --gate escalate), "
-        "2 usage or data error.",
+        "2 usage or data error, 7 a requested output could not be written. A RUN is a label (its "
+        "latest run) or #N for run id N.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
@@ -97,14 +113,18 @@ def _parser() -> argparse.ArgumentParser:
         made[name].set_defaults(func=func)
     _store_option(made["runs"])
     made["runs"].add_argument("--json", action="store_true", help="print the list as JSON")
-    made["report"].add_argument("run", metavar="RUN", help="run id, or a label (its latest run)")
+    made["report"].add_argument(
+        "run", metavar="RUN", help="a label (its latest run) or #N for run id N"
+    )
     _store_option(made["report"])
     _output_options(made["report"])
-    made["compare"].add_argument("base", metavar="BASE", help="baseline run id or label")
-    made["compare"].add_argument("candidate", metavar="CAND", help="candidate run id or label")
+    made["compare"].add_argument("base", metavar="BASE", help="baseline run: a label or #N")
+    made["compare"].add_argument("candidate", metavar="CAND", help="candidate run: a label or #N")
     _store_option(made["compare"])
     _output_options(made["compare"])
-    made["export"].add_argument("run", metavar="RUN", help="run id, or a label (its latest run)")
+    made["export"].add_argument(
+        "run", metavar="RUN", help="a label (its latest run) or #N for run id N"
+    )
     _store_option(made["export"])
     made["export"].add_argument(
         "-o", "--output", metavar="FILE", help="write here instead of stdout"
@@ -131,7 +151,8 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "Defaults for --rounds, --budget, --setup and --import-root come from the ab: section "
         "of roofline.yaml. Exit status: 0 ship, 1 rollback (and escalate under --gate "
-        "escalate), 2 usage error or a refused run. See docs/paired.md."
+        "escalate), 2 usage error or a refused run, 7 an output could not be written. See "
+        "docs/paired.md."
     )
     parser.add_argument(
         "--baseline",
@@ -189,18 +210,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage error (or --help)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+
+    def error(message: object) -> None:
+        # Messages echo user input (labels, paths): escaped, line breaks of our own kept.
+        text = terminal_safe(
+            f"pytest-roofline {args.command}: error: {message}", keep_newlines=True
+        )
+        print(text, file=sys.stderr)
+
     try:
+        _check_arguments(args)
         status: int = args.func(args)
+    except OutputError as exc:  # before RooflineError: a store that could not be written is one
+        error(exc)
+        return EXIT_WRITE_FAILED
     except (CliError, RooflineError) as exc:
-        print(f"pytest-roofline {args.command}: error: {exc}", file=sys.stderr)
+        error(exc)
         return EXIT_USAGE
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(
-            f"pytest-roofline {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr
-        )
+        error(f"{where}{exc.strerror or exc}")
         return EXIT_USAGE
     return status
+
+
+# Arguments naming a file to write, in the order they are written, and what each is called.
+_OUTPUT_ARGS = (
+    ("json", "--json"),
+    ("html", "--html"),
+    ("markdown", "--markdown"),
+    ("output", "-o"),
+)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse empty values (unset CI variables) and outputs over the store, before any work."""
+    for name, what in (("store", "path"), ("json", "path"), ("html", "path"),
+                       ("markdown", "path"), ("output", "path"), ("file", "path")):  # fmt: skip
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            check_nonempty(value, where=f"--{name}" if name != "file" else "FILE", what=what)
+    for name, where in (("run", "RUN"), ("base", "BASE"), ("candidate", "CAND")):
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            check_nonempty(value, where=where, what="run (a label or #N)")
+    store = getattr(args, "store", None)
+    outputs = [
+        (option, Path(value))
+        for name, option in _OUTPUT_ARGS
+        if isinstance(value := getattr(args, name, None), str)
+    ]
+    check_outputs(outputs, protected_paths(Path(store) if store else None))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_roofline import exits
 from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, mapping, pytest_benchmark_run
-from pytest_roofline.errors import CliError
+from pytest_roofline.config.labels import RUN_ID_PREFIX, check_label, check_nonempty
+from pytest_roofline.errors import CliError, OutputError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import RunDocument
-from pytest_roofline.store import Store
+from pytest_roofline.model.stored import check_export, check_stored_run, stored_document
+from pytest_roofline.store import Store, StoredRun
+from pytest_roofline.store.checks import parse_export
+from pytest_roofline.store.sqlite import STORE_SCHEMA_VERSION
+from pytest_roofline.text import is_utf8, shown, terminal_safe
 from pytest_roofline.units import si
 from pytest_roofline.vocabulary import Decision, FailOn, fails_run
 
@@ -23,6 +30,7 @@ __all__ = [
     "EXIT_FAIL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "EXIT_WRITE_FAILED",
     "cmd_ab",
     "cmd_calibrate",
     "cmd_compare",
@@ -33,9 +41,13 @@ __all__ = [
     "format_roofs",
 ]
 
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
+EXIT_OK = exits.OK
+EXIT_FAIL = exits.ROLLBACK
+EXIT_USAGE = exits.CLI_USAGE
+EXIT_WRITE_FAILED = exits.WRITE_FAILED
+
+# SQLite's integer ids are signed 64-bit: a larger number names no run (and cannot be bound).
+_MAX_RUN_ID = 2**63 - 1
 
 
 # --------------------------------------------------------------------------- helpers
@@ -43,25 +55,62 @@ def _open_store(path: str, *, create: bool = False) -> Store:
     return Store.open(Path(path), create=create)
 
 
+def _checked_id(store: Store, digits: str, text: str) -> int:
+    run_id = int(digits)
+    if not 1 <= run_id <= _MAX_RUN_ID or run_id not in store.run_ids():
+        raise CliError(
+            f"{text!r}: no run with id {digits} in {store.path}; list the runs with: "
+            f"pytest-roofline runs --store {shlex.quote(str(store.path))}"
+        )
+    return run_id
+
+
 def _run_id(store: Store, text: str) -> int:
-    """A run id, or the latest run saved under a label."""
-    if text.isdigit():
-        return int(text)
+    """The run a RUN argument names: ``#N`` is run id N; a label is its latest run.
+
+    Plain digits are a run id unless a label of that name exists: then the label is meant, and
+    a note on stderr says how to name the run id (``#N``).
+    """
+    if not is_utf8(text):
+        raise CliError(
+            f"RUN {shown(text)}: not valid UTF-8; no label can hold it (labels are UTF-8 text)"
+        )
+    if text.startswith(RUN_ID_PREFIX):
+        digits = text[len(RUN_ID_PREFIX) :]
+        if not (digits.isascii() and digits.isdigit()):
+            raise CliError(f"{text!r}: #N names run id N, e.g. #3 (N is a number)")
+        return _checked_id(store, digits, text)
     ids = store.run_ids(text)
+    if text.isascii() and text.isdigit():
+        if not ids:
+            return _checked_id(store, text, text)
+        if 1 <= int(text) <= _MAX_RUN_ID and int(text) in store.run_ids():
+            print(
+                f"note: {text!r} is both a label and a run id; using the latest run under the "
+                f"label (run {ids[0]}); write #{text} for run id {text}",
+                file=sys.stderr,
+            )
     if ids:
         return ids[0]
-    labels = ", ".join(store.labels()) or "none"
+    labels = ", ".join(repr(label) for label in store.labels()) or "none"
     raise CliError(
         f"{text!r} is neither a run id nor a label in {store.path} (labels: {labels}); "
-        "list the runs with: pytest-roofline runs --store PATH"
+        f"list the runs with: pytest-roofline runs --store {shlex.quote(str(store.path))}"
     )
+
+
+def _load_run(store: Store, run_id: int) -> StoredRun:
+    """A run read and decoded as the gate reads it (a damaged row is named, not a traceback)."""
+    run = store.load_run(run_id)
+    check_stored_run(run, store=store.path)
+    return run
 
 
 def _write_text(path: str, text: str) -> None:
     try:
         write_atomic(Path(path), text)
     except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _gate_exit(decision: Decision | None, gate: FailOn) -> int:
@@ -97,7 +146,7 @@ def _summary_lines(document: RunDocument) -> list[str]:
     # A run-level reason says what to do, also when no single test is listed above.
     lines += [f"  run: {reason}" for reason in document.reasons if document.decision != "ship"]
     lines += [f"  next: {step}" for step in document.next_steps]
-    return lines
+    return [terminal_safe(line) for line in lines]
 
 
 def _render(
@@ -111,25 +160,43 @@ def _render(
     from pytest_roofline.report.json import render_json
     from pytest_roofline.report.markdown import render_markdown
 
-    if args.json:
-        text = render_json(document) if stored is None else json.dumps(stored, indent=2) + "\n"
-        _write_text(args.json, text)
-        print(f"wrote JSON to {args.json}")
-    if args.html:
-        _write_text(args.html, render_html(document))
-        print(f"wrote HTML to {args.html}")
-    if args.markdown:
-        markdown = render_markdown(
-            document,
-            report_path=args.html,
-            markdown_path=args.markdown,
-            # Every subcommand that renders writes the HTML report with --html.
-            report_option="--html PATH",
-        )
-        _write_text(args.markdown, markdown)
-        print(f"wrote Markdown to {args.markdown}")
+    outputs: list[tuple[str, str | None, Callable[[], str]]] = [
+        (
+            "JSON",
+            args.json,
+            lambda: (
+                render_json(document) if stored is None else json.dumps(stored, indent=2) + "\n"
+            ),
+        ),
+        ("HTML", args.html, lambda: render_html(document)),
+        (
+            "Markdown",
+            args.markdown,
+            lambda: render_markdown(
+                document,
+                report_path=args.html,
+                markdown_path=args.markdown,
+                # Every subcommand that renders writes the HTML report with --html.
+                report_option="--html PATH",
+            ),
+        ),
+    ]
+    # Every output is attempted; the first that could not be written fails the command (7).
+    failed: OutputError | None = None
+    for kind, path, render in outputs:
+        if not path:
+            continue
+        try:
+            _write_text(path, render())
+        except OutputError as exc:
+            failed = failed or exc
+            print(terminal_safe(f"error: {exc}"), file=sys.stderr)
+            continue
+        print(terminal_safe(f"wrote {kind} to {path}"))
     for line in _summary_lines(document):
         print(line)
+    if failed is not None:
+        raise failed
 
 
 def _iso(timestamp: float) -> str:
@@ -198,10 +265,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
                     {
                         "id": run_id,
                         "label": record.label,
-                        "started": _iso(record.started),
+                        "started": _iso(record.started) if record.problem is None else None,
                         "tests": n,
                         "decision": record.summary.get("decision"),
                         "target": record.target.get("name"),
+                        **({"problem": record.problem} if record.problem else {}),
                     }
                     for run_id, record, n in runs
                 ],
@@ -210,40 +278,51 @@ def cmd_runs(args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     if not runs:
-        print(f"no runs in {args.store}")
+        print(terminal_safe(f"no runs in {args.store}"))
         return EXIT_OK
     rows = [("id", "label", "started (UTC)", "tests", "decision", "target")]
+    problems = []
     for run_id, record, n in runs:
+        if record.problem is not None:
+            problems.append(f"run {run_id} is unreadable: {record.problem}")
         rows.append(
             (
                 str(run_id),
                 record.label or "-",
-                _iso(record.started),
+                _iso(record.started) if record.problem is None else "-",
                 str(n),
-                str(record.summary.get("decision") or "-"),
+                str(record.summary.get("decision") or "-")
+                if record.problem is None
+                else "unreadable",
                 str(record.target.get("name") or "-"),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
+    # Cells are escaped before they are measured, so the columns line up as shown.
+    safe = [tuple(terminal_safe(cell) for cell in row) for row in rows]
+    widths = [max(len(row[i]) for row in safe) for i in range(len(safe[0]))]
+    for row in safe:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for line in problems:
+        print(terminal_safe(line))
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         run_id = _run_id(store, args.run)
-        run = store.load_run(run_id)
+        run = _load_run(store, run_id)  # a run with a damaged row is not shown as if whole
+        read = stored_document(run.record.summary, where=f"{store.path}: run {run_id}: summary")
     stored = run.record.summary.get("document")
-    if not isinstance(stored, Mapping):
+    if read is None or not isinstance(stored, Mapping):
         raise CliError(
             f"run {run_id} has no saved report document: it was saved by a pytest-roofline that "
             "did not keep one, or imported from another tool. Compare it with another run "
-            f"instead: pytest-roofline compare BASE {run_id} --store {args.store} --html OUT"
+            f"instead: pytest-roofline compare BASE '#{run_id}' --store "
+            f"{shlex.quote(args.store)} --html OUT"
         )
     from pytest_roofline.gate.record import with_platforms
 
-    document = with_platforms(RunDocument.read(stored))
+    document = with_platforms(read)
     _render(document, args, stored=stored)
     return _gate_exit(document.decision, args.gate)
 
@@ -254,6 +333,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
         base_id = _run_id(store, args.base)
         cand_id = _run_id(store, args.candidate)
+        for run_id in dict.fromkeys((base_id, cand_id)):
+            _load_run(store, run_id)
         document = compare_stored_runs(store, base_id, cand_id, gate_on=args.gate)
     _render(document, args)
     return _gate_exit(document.decision, args.gate)
@@ -261,7 +342,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with _open_store(args.store) as store:
-        document = store.export_run(_run_id(store, args.run))
+        run_id = _run_id(store, args.run)
+        _load_run(store, run_id)  # a damaged run is not passed on
+        document = store.export_run(run_id)
     text = json.dumps(document, indent=2, allow_nan=False) + "\n"
     if args.output:
         _write_text(args.output, text)
@@ -287,12 +370,27 @@ def _read_json(path: str) -> Any:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.label is not None:
+        check_label(args.label, where="--label")
     document = _read_json(args.file)
     if isinstance(document, Mapping) and document.get("format") == "pytest-roofline-run":
         if args.label is not None:
             document = {**document, "run": {**mapping(document.get("run")), "label": args.label}}
+        version = document.get("schema_version")
+        if (
+            isinstance(version, bool)
+            or not isinstance(version, int)
+            or version > STORE_SCHEMA_VERSION
+        ):
+            raise CliError(
+                f"{args.file}: export schema version {document.get('schema_version')!r} is not "
+                f"readable by this pytest-roofline (reads up to {STORE_SCHEMA_VERSION})"
+            )
+        # Everything is checked before the store is opened for writing: nothing half-imported.
+        record, results = parse_export(document, source=args.file)
+        check_export(record, results, source=args.file)
         with _open_store(args.store, create=True) as store:
-            run_id = store.import_run(document, source=args.file)
+            run_id = store.save_run(record, results)
         kind = "pytest-roofline run"
         n = len(document.get("results") or ())
         label = mapping(document.get("run")).get("label")
@@ -309,7 +407,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             "a pytest-benchmark JSON file (from 'pytest --benchmark-json=FILE --benchmark-save-data')"
         )
     print(
-        f"imported {kind} {args.file} as run {run_id} (label {label!r}, {n} tests) into {args.store}"
+        terminal_safe(
+            f"imported {kind} {args.file} as run {run_id} (label {label!r}, {n} tests) "
+            f"into {args.store}"
+        )
     )
     return EXIT_OK
 
@@ -330,6 +431,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
     from pytest_roofline.ab import AbOptions, run_ab
     from pytest_roofline.units import parse_duration
 
+    check_nonempty(args.baseline, where="--baseline", what="git revision")
+    check_label(args.label, where="--label")
     budget = parse_duration(args.budget, where="--budget") if args.budget is not None else None
     options = AbOptions(
         baseline_ref=args.baseline,
@@ -344,12 +447,17 @@ def cmd_ab(args: argparse.Namespace) -> int:
         label=args.label,
         gate_on=args.gate,
     )
-    outcome = run_ab(options, log=lambda line: print(line, file=sys.stderr, flush=True))
+    outcome = run_ab(
+        options, log=lambda line: print(terminal_safe(line), file=sys.stderr, flush=True)
+    )
     for warning in outcome.warnings:
-        print(f"pytest-roofline ab: warning: {warning}", file=sys.stderr)
+        print(terminal_safe(f"pytest-roofline ab: warning: {warning}"), file=sys.stderr)
     if outcome.run_id is not None:
         print(
-            f"saved the paired run as run {outcome.run_id} ({args.label!r}) in {outcome.store_path}"
+            terminal_safe(
+                f"saved the paired run as run {outcome.run_id} ({args.label!r}) in "
+                f"{outcome.store_path}"
+            )
         )
     _render(outcome.document, args)
     return _gate_exit(outcome.document.decision, args.gate)

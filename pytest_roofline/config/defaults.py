@@ -30,6 +30,9 @@ class _Defaults:
     min_samples: int = 10
     max_samples: int = 200_000
     warmup_s: float = 0.05
+    # Warm-up runs before every measured test: a value past a minute is a typo (100000 for
+    # 100 ms) that would hold a CI job for hours, not a warm-up.
+    max_warmup_s: float = 60.0
     alpha: float = 0.05
     # The smallest change worth a rollback, per quantile (docs/configuration.md).
     min_effect: Mapping[str, float] = field(

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-import yaml
-
+from pytest_roofline.config.bounded_yaml import load_bounded
 from pytest_roofline.config.defaults import CONFIRM_CHOICES, DEFAULTS, Confirm, GateOn
+from pytest_roofline.config.labels import check_label, check_nonempty
 from pytest_roofline.config.markers import MarkerSettings
+from pytest_roofline.config.outputs import check_outputs, protected_paths
 from pytest_roofline.config.ownership import OwnerRule, match_owner, parse_owner_rules
 from pytest_roofline.config.sla import SlaSpec, parse_sla
 from pytest_roofline.config.workload import WorkloadSlice, parse_slices
@@ -127,17 +128,16 @@ class TestSettings:
 
 
 def load_yaml(path: Path) -> dict[str, object]:
-    """Read ``roofline.yaml`` with ``yaml.safe_load``; errors name the file and the problem."""
+    """Read ``roofline.yaml`` within bounds (:mod:`~.bounded_yaml`); errors name the file."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory; give the path of a roofline.yaml file")
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read the roofline config: {exc.strerror or exc}"
         ) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    data = load_bounded(raw, where=str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -326,6 +326,27 @@ def _parse_tags_mapping(value: object, *, where: str) -> dict[str, str]:
     return {k: str(v) for k, v in value.items()}
 
 
+_FLAG_WORDS = {
+    "1": True, "true": True, "yes": True, "on": True,
+    "0": False, "false": False, "no": False, "off": False,
+}  # fmt: skip
+# Command-line value options and what their value is, for the "empty value" message.
+_CLI_VALUE_KEYS: Mapping[str, str] = {
+    "config": "path", "target": "target name", "store": "path", "save": "label",
+    "baseline": "label", "json": "path", "report": "path", "markdown": "path",
+    "budget": "duration",
+}  # fmt: skip
+
+
+def _parse_flag(value: object, *, where: str) -> bool:
+    """A boolean written as YAML's or ini's true/false, yes/no, on/off, 1/0 (any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (str, int)) and str(value).strip().lower() in _FLAG_WORDS:
+        return _FLAG_WORDS[str(value).strip().lower()]
+    raise ConfigError(f"{where}: expected true or false (or yes/no, on/off), got {value!r}")
+
+
 def _first(*values: object) -> object:
     """The first value that is set: how every precedence chain below is resolved."""
     for value in values:
@@ -340,15 +361,24 @@ def build_config(
     cli: Mapping[str, object],
     ini: Mapping[str, object],
     invocation_dir: Path | None = None,
+    inifile: Path | None = None,
 ) -> RooflineConfig:
     """Resolve the session's configuration from command line, ini and ``roofline.yaml`` values.
 
     ``cli`` and ``ini`` map the option names without the ``roofline_`` prefix (``target``,
     ``store``, ``budget``, ``tags``...) to the raw values; ``None`` means "not given".
     Relative paths from the command line are taken from ``invocation_dir`` (as pytest's own
-    ``--junitxml`` is); those from ini or ``roofline.yaml`` from ``rootdir``.
+    ``--junitxml`` is); those from ini or ``roofline.yaml`` from ``rootdir``. Every layer's value
+    is validated, not only the one that wins, and no output may overwrite the store, its journal
+    files, ``roofline.yaml`` or ``inifile`` (:mod:`~.outputs`).
     """
     invocation_dir = invocation_dir or rootdir
+    # A value given on the command line is never empty: ``--roofline-baseline=$BRANCH`` with
+    # the variable unset must not turn the gate off in silence (an ini key may be blank: unset).
+    for key in _CLI_VALUE_KEYS:
+        value = cli.get(key)
+        if isinstance(value, str):
+            check_nonempty(value, where=f"--roofline-{key}", what=_CLI_VALUE_KEYS[key])
 
     def located(key: str, *more: object) -> Path | None:
         """The path set for ``key`` by precedence, made absolute against where it was written."""
@@ -366,6 +396,10 @@ def build_config(
 
     config_path = located("config")
     if config_path is not None:
+        if config_path.is_dir():
+            raise ConfigError(
+                f"--roofline-config: {config_path} is a directory; give the path of a roofline.yaml"
+            )
         if not config_path.is_file():
             raise ConfigError(
                 f"--roofline-config: {config_path} does not exist; give the path of a roofline.yaml"
@@ -391,26 +425,51 @@ def build_config(
         for group, items in slices_raw.items()
     }
 
-    def duration(key: str, yaml_key: str, default: float) -> float:
+    # Every layer is parsed, so a bad roofline.yaml value is reported even when the command
+    # line overrides it (it would surface the day the override goes); the first one set wins.
+    def duration(key: str, yaml_key: str, default: float, *, at_most: float | None = None) -> float:
+        found: list[float] = []
         for origin, value in (
             (f"--roofline-{key}", cli.get(key)),
             (f"ini roofline_{key}", ini.get(key)),
             (f"{src}: {yaml_key}", data.get(yaml_key)),
         ):
             if value is not None and value != "":
-                return parse_duration(value, where=origin)
-        return default
+                seconds = parse_duration(value, where=origin)
+                if at_most is not None and seconds > at_most:
+                    raise ConfigError(
+                        f"{origin}: {value!r} is longer than the {at_most:g} s allowed; "
+                        f"{key} runs before every measured test"
+                    )
+                found.append(seconds)
+        return found[0] if found else default
 
     def integer(key: str, default: int) -> int:
+        found: list[int] = []
         for origin, value in (
             (f"ini roofline_{key}", ini.get(key)),
             (f"{src}: {key}", data.get(key)),
         ):
             if value is not None and value != "":
-                if isinstance(value, str) and value.strip().isdigit():
+                if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
                     value = int(value)
-                return _positive_int(value, where=origin)
-        return default
+                found.append(_positive_int(value, where=origin))
+        return found[0] if found else default
+
+    def text(key: str, *, what: str) -> str | None:
+        """A text setting: command line > ini > roofline.yaml, each layer checked."""
+        found: list[str] = []
+        for origin, value in (
+            (f"--roofline-{key}", cli.get(key)),
+            (f"ini roofline_{key}", ini.get(key)),
+            (f"{src}: {key}", data.get(key)),
+        ):
+            if value is None or value == "":
+                continue
+            if not isinstance(value, str):
+                raise ConfigError(f"{origin}: expected {what}, got {value!r}")
+            found.append(value)
+        return found[0] if found else None
 
     gate_on = _first(cli.get("gate"), ini.get("gate"), DEFAULTS.gate_on)
     if gate_on not in GATE_CHOICES:
@@ -427,32 +486,65 @@ def build_config(
             key, value = parse_tag(entry, where=origin)
             tags[key] = value
 
-    store_path = located("store", data.get("store"), DEFAULTS.store)
+    yaml_store = data.get("store")
+    if yaml_store is not None and (not isinstance(yaml_store, str) or not yaml_store.strip()):
+        raise ConfigError(f"{src}: store: expected a path (text), got {yaml_store!r}")
+    store_path = located("store", yaml_store, DEFAULTS.store)
     assert store_path is not None  # the default is always set
+    target = text("target", what="a target name (a preset, a config target, host or auto)")
     min_samples = integer("min_samples", DEFAULTS.min_samples)
     max_samples = integer("max_samples", DEFAULTS.max_samples)
     if max_samples < min_samples:
         raise ConfigError(f"max_samples ({max_samples}) must be >= min_samples ({min_samples})")
-    counters = _first(cli.get("counters"), ini.get("counters"), data.get("counters"), True)
+    counters = [
+        _parse_flag(value, where=origin)
+        for origin, value in (
+            ("--roofline-no-counters", cli.get("counters")),
+            ("ini roofline_counters", ini.get("counters")),
+            (f"{src}: counters", data.get("counters")),
+        )
+        if value is not None and value != ""
+    ]
+    labels = {
+        key: check_label(value, where=origin)
+        for key, origin, value in (
+            ("save", "--roofline-save", cli.get("save")),
+            ("save", "ini roofline_save", ini.get("save")),
+            ("baseline", "--roofline-baseline", cli.get("baseline")),
+            ("baseline", "ini roofline_baseline", ini.get("baseline")),
+        )[::-1]  # reversed: the command line's value is set last and wins
+        if value is not None and value != ""
+    }
+    json_path, report_path, markdown_path = located("json"), located("report"), located("markdown")
+    check_outputs(
+        [
+            (f"--roofline-{name}", path)
+            for name, path in (
+                ("json", json_path),
+                ("report", report_path),
+                ("markdown", markdown_path),
+            )
+            if path is not None
+        ],
+        protected_paths(store_path, config=config_path, ini=inifile),
+    )
 
     return RooflineConfig(
         enabled=enabled,
         rootdir=rootdir,
         config_path=config_path,
-        target=str(
-            _first(cli.get("target"), ini.get("target"), data.get("target"), DEFAULTS.target)
-        ),
+        target=target or DEFAULTS.target,
         targets=targets,
         store_path=store_path,
-        save_label=cast("str | None", _first(cli.get("save"), ini.get("save"))),
-        baseline_label=cast("str | None", _first(cli.get("baseline"), ini.get("baseline"))),
-        json_path=located("json"),
-        markdown_path=located("markdown"),
-        report_path=located("report"),
+        save_label=labels.get("save"),
+        baseline_label=labels.get("baseline"),
+        json_path=json_path,
+        markdown_path=markdown_path,
+        report_path=report_path,
         budget_s=duration("budget", "budget", DEFAULTS.budget_s),
         min_samples=min_samples,
         max_samples=max_samples,
-        warmup_s=duration("warmup", "warmup", DEFAULTS.warmup_s),
+        warmup_s=duration("warmup", "warmup", DEFAULTS.warmup_s, at_most=DEFAULTS.max_warmup_s),
         gate_on=gate_on,
         gate=_parse_gate(data.get("gate"), where=f"{src}: gate"),
         tags=tags,
@@ -461,7 +553,7 @@ def build_config(
         owners=parse_owner_rules(data.get("owners"), where=f"{src}: owners"),
         sla=parse_sla(data.get("sla"), where=f"{src}"),
         summary=bool(_first(cli.get("summary"), ini.get("summary"), True)),
-        counters=bool(counters) and counters not in ("0", "false", "False", "no"),
+        counters=counters[0] if counters else True,
     )
 
 

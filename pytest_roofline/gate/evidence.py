@@ -75,7 +75,7 @@ _QUALITY_RTOL = 1e-9
 
 def rng_for(nodeid: str, salt: int = 0) -> np.random.Generator:
     """A generator seeded from the node id: the same evidence gives the same interval every time."""
-    return np.random.default_rng([zlib.crc32(nodeid.encode("utf-8")), salt])
+    return np.random.default_rng([zlib.crc32(nodeid.encode("utf-8", "surrogatepass")), salt])
 
 
 @dataclass(frozen=True, slots=True)

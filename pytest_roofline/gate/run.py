@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import platform
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -147,14 +148,17 @@ def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
 
 
 def replay_command(nodeid: str, baseline_label: str | None, target: str | None) -> str:
-    """The command that measures this test again against the same baseline."""
+    """The command that measures this test again against the same baseline.
+
+    Every word is quoted for a POSIX shell (``shlex.join``): a label or target from CI (a branch
+    name such as ``main;touch${IFS}x``) is pasted back as one argument, never as a command.
+    """
     parts = ["pytest", "--roofline"]
     if baseline_label:
         parts.append(f"--roofline-baseline={baseline_label}")
     if target:
         parts.append(f"--roofline-target={target}")
-    quoted = "'" + nodeid.replace("'", "'\"'\"'") + "'"
-    return " ".join([*parts, quoted])
+    return shlex.join([*parts, nodeid])
 
 
 def judge_test(

@@ -46,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
             cli=cli,
             ini=ini,
             invocation_dir=Path(config.invocation_params.dir),
+            inifile=Path(config.inipath) if config.inipath else None,
         )
     except RooflineError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -10,7 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
-from pytest_roofline.errors import ConfigError
+from pytest_roofline.errors import ConfigError, RooflineWarning
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.counters import CounterReading, CounterSession
 from pytest_roofline.measure.measurement import Measurement, QualityRecord
@@ -19,6 +21,20 @@ from pytest_roofline.model.results import QuantileSummary, summarize
 from pytest_roofline.roofline import DeclaredWork, RooflinePoint, declared_work
 
 __all__ = ["ProbeMeasurement", "RooflineProbe"]
+
+
+def _lazy_kind(result: object) -> str | None:
+    """What unfinished work ``result`` is (a generator, a coroutine...), or ``None``."""
+    if inspect.isgenerator(result):
+        return "generator"
+    if inspect.iscoroutine(result):
+        return "coroutine"
+    if inspect.isasyncgen(result):
+        return "asynchronous generator"
+    if inspect.isawaitable(result):
+        return "awaitable"
+    return None
+
 
 T = TypeVar("T")
 
@@ -116,6 +132,7 @@ class RooflineProbe:
             result = fn(*args, **kwargs)
             if sync is not None:
                 sync()
+            self._warn_if_lazy(fn, result)
             return result
         with self._lock:  # under xdist: no other worker measures meanwhile
             counters = self._counters
@@ -146,7 +163,30 @@ class RooflineProbe:
                 result, again = self._sampler.run(fn, args, kwargs, sync=sync)
                 replays.append(again)
             self._replays = tuple(replays)
+        self._warn_if_lazy(fn, result)
         return result
+
+    def _warn_if_lazy(self, fn: Callable[..., object], result: object) -> None:
+        """Warn when ``fn`` returned work not yet done: only its creation was timed."""
+        kind = _lazy_kind(result)
+        if kind is None:
+            return
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        remedy = (
+            "lambda: asyncio.run(fn())"
+            if kind == "coroutine"
+            else "lambda: list(fn())"
+            if kind == "generator"
+            else "an async runner that consumes it"
+        )
+        warnings.warn(
+            RooflineWarning(
+                f"{self._nodeid}: roofline(fn): {name} returned a {kind}, so only creating it "
+                f"was timed, not the work it does; measure a function that does the work, "
+                f"e.g. roofline({remedy})"
+            ),
+            stacklevel=3,
+        )
 
     def declare(
         self,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline import stats
+from pytest_roofline import exits, stats
 from pytest_roofline.config.markers import MarkerSettings, bind_marker
 from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
@@ -43,7 +43,9 @@ from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
+from pytest_roofline.model.stored import check_stored_run
 from pytest_roofline.plugin.probe import RooflineProbe
+from pytest_roofline.report.format import terminal_safe
 from pytest_roofline.report.html import render_html
 from pytest_roofline.report.json import render_json
 from pytest_roofline.report.markdown import render_markdown
@@ -133,6 +135,7 @@ class RooflineSession:
         self._collection_errors: list[str] = []
         self._invalid_definitions: set[str] = set()
         self._files: list[str] = []
+        self._not_written: list[str] = []
 
     # -- set-up --------------------------------------------------------------------------
     def start(self) -> None:
@@ -151,6 +154,11 @@ class RooflineSession:
                     self.baseline = self.store.load_baseline(
                         settings.baseline_label, history=settings.gate.history
                     )
+                    # A damaged baseline is refused here, naming the run and the row, not
+                    # met later inside the statistics (an INTERNALERROR).
+                    check_stored_run(self.baseline.latest, store=self.store.path)
+                    for skipped in self.baseline.skipped:
+                        self._warn(f"left out of the baseline's history: {skipped}")
             except StoreError as exc:
                 raise pytest.UsageError(f"--roofline-store: {exc}") from None
         self._entries = baseline_entries(self.baseline)
@@ -382,7 +390,9 @@ class RooflineSession:
         setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "record": record.to_json()})
         if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
             report.outcome = "failed"
-            report.longrepr = f"pytest-roofline {record.decision.upper()}: {record.symptom}"
+            report.longrepr = terminal_safe(
+                f"pytest-roofline {record.decision.upper()}: {record.symptom}"
+            )
             report.sections.append(("roofline", memo_text(record)))
         return report
 
@@ -449,13 +459,17 @@ class RooflineSession:
             if path is not None:
                 self._write(kind, path, render)
         self.config.hook.pytest_roofline_run_finished(config=self.config, document=document)
+        # A requested output that was not written fails the run with its own status, unless a
+        # rollback or an error already fails it (exits.py); the summary lists what was not written.
+        if self._not_written and session.exitstatus == exits.OK:
+            session.exitstatus = exits.WRITE_FAILED
 
     def _save(self, document: RunDocument) -> None:
         if self.store is None:
             return
         label = self.settings.save_label
         if not self.results:
-            self._warn(f"--roofline-save={label}: no test was measured, so no run was saved")
+            self._warn(f"--roofline-save={label!r}: no test was measured, so no run was saved")
             return
         target = self.target
         record = RunRecord(
@@ -481,7 +495,7 @@ class RooflineSession:
         try:
             run_id = self.store.save_run(record, stored)
         except StoreError as exc:
-            self._warn(f"saving the run failed: {exc}")
+            self._fail(f"could not save the run as {label!r}: {exc}")
             return
         self._files.append(f"roofline: saved run {run_id} as {label!r} in {self.store.path}")
 
@@ -489,7 +503,7 @@ class RooflineSession:
         try:
             write_atomic(path, render())
         except OSError as exc:
-            self._warn(f"could not write the {kind} report to {path}: {exc}")
+            self._fail(f"could not write the {kind} to {path}: {exc.strerror or exc}")
             return
         self._files.append(f"roofline: wrote {kind} to {path}")
 
@@ -497,12 +511,17 @@ class RooflineSession:
         # Shown in the terminal summary; warnings capture has ended by session finish.
         self._files.append(f"roofline: WARNING {message}")
 
+    def _fail(self, message: str) -> None:
+        """A requested output was not written: the summary says so and the run exits 7."""
+        self._not_written.append(message)
+        self._files.append(f"roofline: ERROR {message}")
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.document is None:
             return
         if not self.settings.summary:
             for line in self._files:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(terminal_safe(line))
             return
         render_terminal(
             self.document,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 
 from pytest_roofline.model.document import TestRecord
+from pytest_roofline.text import terminal_safe
 from pytest_roofline.units import format_seconds, si
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "review_key",
     "review_order",
     "si",
+    "terminal_safe",
 ]
 
 DECISION_ORDER: tuple[str, ...] = ("rollback", "escalate", "ship", "undecided")

@@ -10,6 +10,7 @@ from pytest_roofline.report.format import (
     format_seconds,
     got_faster,
     review_order,
+    terminal_safe,
 )
 
 __all__ = ["memo_text", "render_terminal"]
@@ -64,7 +65,8 @@ def memo_text(test: TestRecord) -> str:
         f"Rollback:  {boundary}",
         f"Replay:    {test.replay_command or ''}",
     ]
-    return "\n".join(lines)
+    # Each line is escaped on its own: the memo's own line breaks stay, none from user text.
+    return "\n".join(terminal_safe(line) for line in lines)
 
 
 def render_terminal(
@@ -75,7 +77,14 @@ def render_terminal(
     verbosity: int,
     files: list[str],
 ) -> None:
-    """Write the run's summary: decision and non-ship tests first; ``-q`` keeps it to a few lines."""
+    """Write the run's summary: decision and non-ship tests first; ``-q`` keeps it to a few lines.
+
+    Every line passes through :func:`~pytest_roofline.report.format.terminal_safe`.
+    """
+
+    def emit(text: str) -> None:
+        write_line(terminal_safe(text))
+
     write_sep("=", "roofline")
     run = document.run
     target = (run.target.name if run.target else None) or "unknown"
@@ -89,28 +98,28 @@ def render_terminal(
         }
         summary = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
         headline = f"decision: {document.decision.upper()} ({summary}) - {headline}"
-    write_line(headline)
+    emit(headline)
     ordered = review_order(document.tests)
     for test in ordered:
         if test.decision in ("rollback", "escalate"):
-            write_line(_line(test))
+            emit(_line(test))
             for reason in test.reasons[: 3 if verbosity > 0 else 1]:
-                write_line(f"    {reason}")
+                emit(f"    {reason}")
     if verbosity >= 0:
         for test in ordered:
             if test.decision not in ("rollback", "escalate"):
-                write_line(_line(test))
+                emit(_line(test))
         for nodeid in run.missing_from_candidate:
-            write_line(f"{nodeid}: in the baseline, not measured in this run")
+            emit(f"{nodeid}: in the baseline, not measured in this run")
         if run.tag_diff:
             changed = ", ".join(
                 f"{k}: {c.baseline} -> {c.candidate}" for k, c in run.tag_diff.items()
             )
-            write_line(f"revision tags changed since the baseline: {changed}")
+            emit(f"revision tags changed since the baseline: {changed}")
         for reason in document.reasons:
-            write_line(f"run: {reason}")
+            emit(f"run: {reason}")
     # What to do about a run-level reason is shown at every verbosity: it is the action.
     for step in document.next_steps:
-        write_line(f"next: {step}")
-    for line in files:
-        write_line(line)
+        emit(f"next: {step}")
+    for entry in files:
+        emit(entry)

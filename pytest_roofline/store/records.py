@@ -23,6 +23,8 @@ class RunRecord:
     machine: str
     design: str = "two-run"
     summary: Mapping[str, Any] = field(default_factory=dict)
+    # Set (only by ``Store.list_runs``) when the run's row cannot be read: why, naming the field.
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -50,3 +52,5 @@ class Baseline:
     label: str
     latest: StoredRun
     history: tuple[StoredRun, ...]
+    # Earlier runs under the label left out of the history because they cannot be read: why.
+    skipped: tuple[str, ...] = ()

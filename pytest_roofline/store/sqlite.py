@@ -7,12 +7,19 @@ Design points:
   clear message and never modified.
 * WAL journal and one ``BEGIN IMMEDIATE`` transaction per write: a run killed mid-save leaves the
   store as it was, and two runs saving at once both land (the second waits on the lock).
-* Samples are stored as little-endian float64 blobs; everything else as JSON text.
+* Samples are stored as little-endian float64 blobs; everything else as JSON text (ASCII, so a
+  lone surrogate from a non-UTF-8 name is kept as ``\udcff``). A node id, label or machine name
+  that is not valid UTF-8 is stored as a blob of its exact bytes (UTF-8 with surrogates passed
+  through) and read back unchanged; every other text is stored as text, as before.
+* A row that cannot be read makes its run unusable with a message naming the run and the row;
+  the other runs stay usable, and ``list_runs`` lists them all.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,8 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from pytest_roofline.errors import StoreError
+from pytest_roofline.errors import StoreError, StoreWriteError
+from pytest_roofline.store.checks import (
+    check_tags,
+    check_timestamp,
+    decode_json_mapping,
+    parse_export,
+    samples_from_blob,
+)
 from pytest_roofline.store.records import Baseline, RunRecord, StoredResult, StoredRun
+from pytest_roofline.text import is_utf8, shown
 
 __all__ = ["STORE_SCHEMA_VERSION", "Store"]
 
@@ -58,6 +73,61 @@ CREATE TABLE IF NOT EXISTS calibrations (
     payload TEXT NOT NULL
 );
 """
+
+
+def _to_sql(text: str | None) -> str | bytes | None:
+    """Text for a TEXT column: as is when it is UTF-8, else its exact bytes (surrogates kept)."""
+    if text is None or is_utf8(text):
+        return text
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _from_sql(value: object) -> str:
+    """Text read back from a column written by :func:`_to_sql`."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    return str(value)
+
+
+def _filesystem_problem(path: Path) -> str | None:
+    """Why ``path`` (or the directory it would be in) cannot be written, if the file system says."""
+    where = path if path.exists() else path.parent
+    try:
+        info = os.statvfs(where)
+    except (OSError, AttributeError):  # AttributeError: no statvfs on this platform
+        return None
+    if info.f_flag & os.ST_RDONLY:
+        return "is on a read-only file system"
+    if info.f_bavail == 0:
+        return "is on a disk that is full"
+    directory = path.parent
+    if not os.access(directory, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "is read-only (no permission to write it or its directory)"
+    return None
+
+
+def _write_failure(path: Path, exc: sqlite3.Error) -> StoreWriteError:
+    """A write that failed, explained by its cause; nothing was written and nothing was lost."""
+    text = str(exc).lower()
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    if "locked" in text or "busy" in code.lower():
+        why = (
+            f"the store is locked by another process writing to it (waited "
+            f"{_BUSY_TIMEOUT_MS // 1000} s); run again once it has finished"
+        )
+    elif "readonly" in text or "read-only" in text or "READONLY" in code:
+        why = (
+            f"the store {_filesystem_problem(path) or 'is read-only'}; give a writable "
+            "--roofline-store"
+        )
+    elif "full" in text or "FULL" in code:
+        why = "the disk is full; free some space and run again"
+    else:
+        problem = _filesystem_problem(path)
+        why = f"the store {problem}" if problem else str(exc)
+    return StoreWriteError(
+        f"{path}: nothing was saved ({why}); the runs saved before are unchanged [{exc}]"
+    )
 
 
 class Store:
@@ -106,6 +176,15 @@ class Store:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except sqlite3.DatabaseError as exc:
+            problem = _filesystem_problem(path)
+            if problem is not None or "unable to open" in str(exc):
+                # Not damage: SQLite needs to write its -wal/-shm files beside the store.
+                raise StoreError(
+                    f"{path}: cannot open the result store: it {problem or 'cannot be opened'} "
+                    f"({exc}); SQLite writes its -wal and -shm files beside the store, so it "
+                    "needs a writable directory. The file was left untouched; point "
+                    "--roofline-store at a writable path."
+                ) from exc
             raise StoreError(
                 f"{path}: not a readable pytest-roofline store ({exc}); the file was left untouched. "
                 "Point --roofline-store at another path or restore the file from a backup."
@@ -152,11 +231,12 @@ class Store:
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot write to the result store: {exc}") from exc
+            raise _write_failure(self.path, exc) from exc
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         else:
             self._db.execute("COMMIT")
@@ -176,13 +256,13 @@ class Store:
                     "INSERT INTO runs (label, started, finished, tags, target, machine, design, summary,"
                     " schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        record.label,
+                        _to_sql(record.label),
                         record.started,
                         record.finished,
                         json.dumps(dict(record.tags), sort_keys=True),
                         json.dumps(dict(record.target), sort_keys=True),
-                        record.machine,
-                        record.design,
+                        _to_sql(record.machine),
+                        _to_sql(record.design),
                         json.dumps(dict(record.summary), sort_keys=True, allow_nan=False),
                         STORE_SCHEMA_VERSION,
                     ),
@@ -193,7 +273,7 @@ class Store:
                     [
                         (
                             run_id,
-                            result.nodeid,
+                            _to_sql(result.nodeid),
                             json.dumps(dict(result.payload), sort_keys=True, allow_nan=False),
                             np.ascontiguousarray(result.samples_s, dtype="<f8").tobytes(),
                         )
@@ -201,9 +281,9 @@ class Store:
                     ],
                 )
         except sqlite3.Error as exc:
-            raise StoreError(
-                f"{self.path}: saving the run failed, nothing was saved: {exc}"
-            ) from exc
+            raise _write_failure(self.path, exc) from exc
+        except ValueError as exc:  # NaN or infinity in a payload (allow_nan=False)
+            raise StoreError(f"{self.path}: nothing was saved: {exc}") from exc
         return run_id
 
     def run_ids(self, label: str | None = None) -> list[int]:
@@ -211,53 +291,85 @@ class Store:
         if label is None:
             rows = self._read("SELECT id FROM runs ORDER BY id DESC")
         else:
-            rows = self._read("SELECT id FROM runs WHERE label = ? ORDER BY id DESC", (label,))
+            rows = self._read(
+                "SELECT id FROM runs WHERE label = ? ORDER BY id DESC", (_to_sql(label),)
+            )
         return [int(r[0]) for r in rows]
 
     def labels(self) -> list[str]:
         rows = self._read("SELECT DISTINCT label FROM runs WHERE label IS NOT NULL ORDER BY label")
-        return [str(r[0]) for r in rows]
+        return [_from_sql(r[0]) for r in rows]
 
     def list_runs(self) -> list[tuple[int, RunRecord, int]]:
-        """Every run as ``(id, record, number of results)``, newest first."""
+        """Every run as ``(id, record, number of results)``, newest first.
+
+        A run whose own row cannot be read is listed too, with what is known and
+        ``record.problem`` saying what is wrong; nothing here reads the results' rows.
+        """
         rows = self._read(
             "SELECT r.id, r.label, r.started, r.finished, r.tags, r.target, r.machine, r.design,"
             " r.summary, (SELECT count(*) FROM results WHERE run_id = r.id) FROM runs r ORDER BY r.id DESC"
         )
-        return [(int(row[0]), self._record(row[1:9]), int(row[9])) for row in rows]
+        listed = []
+        for row in rows:
+            run_id = int(row[0])
+            try:
+                record = self._record(row[1:9], run_id)
+            except StoreError as exc:
+                label = row[1]
+                record = RunRecord(
+                    label=_from_sql(label) if label is not None else None,
+                    started=0.0,
+                    finished=0.0,
+                    tags={},
+                    target={},
+                    machine="",
+                    problem=str(exc),
+                )
+            listed.append((run_id, record, int(row[9])))
+        return listed
 
     def load_run(self, run_id: int) -> StoredRun:
+        """Run ``run_id`` with every result.
+
+        :raises StoreError: no such run, or a row of it cannot be read (the message names the
+            run and the row; the other runs are not affected).
+        """
         rows = self._read(
             "SELECT label, started, finished, tags, target, machine, design, summary FROM runs WHERE id = ?",
             (run_id,),
         )
         if not rows:
             raise StoreError(f"{self.path}: no run with id {run_id}")
-        record = self._record(rows[0])
+        record = self._record(rows[0], run_id)
         results = {}
-        for nodeid, payload, blob in self._read(
+        for raw_nodeid, payload, blob in self._read(
             "SELECT nodeid, payload, samples FROM results WHERE run_id = ? ORDER BY nodeid",
             (run_id,),
         ):
-            results[str(nodeid)] = StoredResult(
-                nodeid=str(nodeid),
-                payload=json.loads(payload),
-                samples_s=np.frombuffer(blob, dtype="<f8").astype(np.float64),
+            nodeid = _from_sql(raw_nodeid)
+            where = f"{self.path}: run {run_id}, test {shown(nodeid)!r}"
+            results[nodeid] = StoredResult(
+                nodeid=nodeid,
+                payload=decode_json_mapping(payload, where=f"{where}: payload"),
+                samples_s=samples_from_blob(blob, where=f"{where}: samples"),
             )
         return StoredRun(run_id, record, results)
 
-    @staticmethod
-    def _record(row: Sequence[Any]) -> RunRecord:
+    def _record(self, row: Sequence[Any], run_id: int) -> RunRecord:
         label, started, finished, tags, target, machine, design, summary = row
+        where = f"{self.path}: run {run_id}"
         return RunRecord(
-            label=label,
-            started=float(started),
-            finished=float(finished),
-            tags=json.loads(tags),
-            target=json.loads(target),
-            machine=str(machine),
-            design=str(design),
-            summary=json.loads(summary),
+            label=_from_sql(label) if label is not None else None,
+            started=check_timestamp(started, where=f"{where}: started"),
+            finished=check_timestamp(finished, where=f"{where}: finished"),
+            tags=check_tags(
+                decode_json_mapping(tags, where=f"{where}: tags"), where=f"{where}: tags"
+            ),
+            target=decode_json_mapping(target, where=f"{where}: target"),
+            machine=_from_sql(machine),
+            design=_from_sql(design),
+            summary=decode_json_mapping(summary, where=f"{where}: summary"),
         )
 
     def load_baseline(self, label: str, *, history: int = 10) -> Baseline:
@@ -270,16 +382,31 @@ class Store:
             present = self.labels()
             listed = ", ".join(repr(x) for x in present) if present else "none yet"
             raise StoreError(
-                f"--roofline-baseline={label}: no run saved under label {label!r} in {self.path} "
-                f"(labels present: {listed}). Save one first with --roofline-save={label}."
+                f"--roofline-baseline: no run saved under label {label!r} in {self.path} "
+                f"(labels present: {listed}). Save one first with "
+                f"{shlex.quote(f'--roofline-save={label}')}."
             )
-        runs = [self.load_run(i) for i in ids[: history + 1]]
-        return Baseline(label=label, latest=runs[0], history=tuple(runs[1:]))
+        latest = self.load_run(ids[0])
+        # An earlier run that cannot be read is left out of the history (and named), so one
+        # damaged run does not make the label unusable; a damaged latest run does.
+        earlier: list[StoredRun] = []
+        skipped: list[str] = []
+        for run_id in ids[1 : history + 1]:
+            try:
+                earlier.append(self.load_run(run_id))
+            except StoreError as exc:
+                skipped.append(str(exc))
+        return Baseline(label=label, latest=latest, history=tuple(earlier), skipped=tuple(skipped))
 
     # -- calibrations (the CalibrationCache protocol of pytest_roofline.hardware.calibration) ---------
     def get_calibration(self, key: str) -> Mapping[str, object] | None:
         rows = self._read("SELECT payload FROM calibrations WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        try:  # a damaged calibration is measured again, not a reason to stop
+            return decode_json_mapping(rows[0][0], where=f"{self.path}: calibration {key!r}")
+        except StoreError:
+            return None
 
     def put_calibration(self, key: str, payload: Mapping[str, object]) -> None:
         with self._write() as db:
@@ -313,7 +440,12 @@ class Store:
         }
 
     def import_run(self, document: Mapping[str, Any], *, source: str = "import") -> int:
-        """Save a run exported by :meth:`export_run`; return its new id."""
+        """Save a run exported by :meth:`export_run`; return its new id.
+
+        Every field is checked before anything is written (:func:`~.checks.parse_export`).
+
+        :raises StoreError: the export breaks a rule; the message names the field.
+        """
         if document.get("format") != "pytest-roofline-run":
             raise StoreError(f"{source}: not a pytest-roofline run export (missing format marker)")
         version = document.get("schema_version")
@@ -322,26 +454,5 @@ class Store:
                 f"{source}: export schema version {version!r} is not readable by this pytest-roofline "
                 f"(reads up to {STORE_SCHEMA_VERSION})"
             )
-        try:
-            run = document["run"]
-            record = RunRecord(
-                label=run["label"],
-                started=float(run["started"]),
-                finished=float(run["finished"]),
-                tags=dict(run["tags"]),
-                target=dict(run["target"]),
-                machine=str(run["machine"]),
-                design=str(run.get("design", "two-run")),
-                summary=dict(run.get("summary", {})),
-            )
-            results = [
-                StoredResult(
-                    nodeid=str(r["nodeid"]),
-                    payload=dict(r["payload"]),
-                    samples_s=np.asarray(r["samples_s"], dtype=np.float64),
-                )
-                for r in document["results"]
-            ]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreError(f"{source}: malformed run export ({exc!r})") from exc
+        record, results = parse_export(document, source=source)
         return self.save_run(record, results)

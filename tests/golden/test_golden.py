@@ -29,7 +29,11 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         "tests.*.platforms",  # 0.2.0: the projection of each test's declared work
         # 0.2.0: each comparison's three-way outcome, its margin under the DESIGN's name, and
         # where the margin came from
-        *(f"tests.*.change.{q}.{key}" for q in ("p50", "p95", "p99") for key in ("outcome", "margin", "margin_source")),
+        *(
+            f"tests.*.change.{q}.{key}"
+            for q in ("p50", "p95", "p99")
+            for key in ("outcome", "margin", "margin_source")
+        ),
         "next_steps",  # 0.2.0: the next step of each run-level reason
     }
 )

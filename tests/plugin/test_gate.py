@@ -87,7 +87,7 @@ def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_bound
             "Symptom:   p95 regressed x* (margin +37%*reproduced on replay",
             "Owner:     team-a",
             "Rollback:  revert PR 1",
-            "Replay:    pytest --roofline --roofline-baseline=main --roofline-target=ci 'test_k.py::test_a'",
+            "Replay:    pytest --roofline --roofline-baseline=main --roofline-target=ci test_k.py::test_a",
         ]
     )
     tests = {t["nodeid"]: t for t in document["tests"]}

@@ -156,7 +156,7 @@ def test_bad_option_values_are_usage_errors(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: --roofline-tag: expected KEY=VALUE*"])
 
 
-def test_a_json_path_that_cannot_be_written_warns_instead_of_crashing(
+def test_a_json_path_that_cannot_be_written_fails_the_run_with_status_7(
     project: pytest.Pytester,
 ) -> None:
     project.makepyfile(test_s=SIMPLE)
@@ -164,8 +164,8 @@ def test_a_json_path_that_cannot_be_written_warns_instead_of_crashing(
     blocker.write_text("a file, not a directory")
     result = project.runpytest("--roofline", f"--roofline-json={blocker / 'out.json'}")
     result.assert_outcomes(passed=2)
-    assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*roofline: WARNING could not write the JSON report*"])
+    assert result.ret == 7
+    result.stdout.fnmatch_lines(["*roofline: ERROR could not write the JSON to*"])
 
 
 def test_measurements_arrive_from_xdist_workers(

@@ -114,7 +114,9 @@ def test_test_ids_wrap_only_between_their_parts(browser: Browser, report: Path) 
             before, at = text[:start], text[start:]
             in_params = "[" in before
             assert (
-                before.endswith(("/", "::")) or at.startswith("[") or (in_params and before.endswith("-"))
+                before.endswith(("/", "::"))
+                or at.startswith("[")
+                or (in_params and before.endswith("-"))
             ), (text, start)
     # The golden ids are short enough to fit; the synthetic ones in the memo headers too. The
     # check is only meaningful if some id wrapped somewhere, so the narrow table column must

@@ -55,7 +55,9 @@ def _points() -> list[PointInput]:
 
 
 def test_the_roofline_chart_places_every_drawable_point_inside_the_plot() -> None:
-    chart = roofline_chart(H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"])
+    chart = roofline_chart(
+        H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"]
+    )
     assert chart is not None
     box = chart.box
     assert chart.unplaced == 1
@@ -69,7 +71,9 @@ def test_the_roofline_chart_places_every_drawable_point_inside_the_plot() -> Non
 
 
 def test_equal_compute_peaks_share_one_roof_and_the_used_precision_is_emphasised() -> None:
-    chart = roofline_chart(H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"])
+    chart = roofline_chart(
+        H100.peak_flops_per_s, H100.peak_bytes_per_s, _points(), used_precisions=["fp32"]
+    )
     assert chart is not None
     compute = [r for r in chart.roofs if r.kind == "compute"]
     labels = [r.label for r in compute]
@@ -101,9 +105,7 @@ def test_no_target_and_no_points_gives_no_chart() -> None:
 
 def test_the_ecdf_marks_percentiles_on_a_tail_stretched_axis() -> None:
     rng = np.random.default_rng(0)
-    chart = ecdf_chart(
-        list(rng.lognormal(-7, 0.2, 400)), list(rng.lognormal(-7.2, 0.2, 400))
-    )
+    chart = ecdf_chart(list(rng.lognormal(-7, 0.2, 400)), list(rng.lognormal(-7.2, 0.2, 400)))
     assert chart is not None
     labels = [t.label for t in chart.y_ticks]
     assert labels == ["0", "p50", "p90", "p95", "p99"]

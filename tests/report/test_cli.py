@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, main
+from pytest_roofline.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED, main
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
@@ -228,7 +228,9 @@ def test_report_of_a_run_without_a_document_says_what_to_do(
         capsys, "report", "old", "--store", str(store_path), "--html", str(tmp_path / "r.html")
     )
     assert status == EXIT_USAGE
-    assert "run 3 has no saved report document" in err and "pytest-roofline compare BASE 3" in err
+    assert (
+        "run 3 has no saved report document" in err and "pytest-roofline compare BASE '#3'" in err
+    )
     assert not (tmp_path / "r.html").exists()
     _no_traceback(err)
 
@@ -247,7 +249,7 @@ def test_report_of_an_unknown_run(
     _no_traceback(err)
 
 
-def test_an_unwritable_output_is_a_clear_error(
+def test_an_unwritable_output_is_a_clear_error_with_its_own_status(
     capsys: pytest.CaptureFixture[str], store_path: Path, tmp_path: Path
 ) -> None:
     blocker = tmp_path / "file"
@@ -255,7 +257,7 @@ def test_an_unwritable_output_is_a_clear_error(
     status, _, err = run(
         capsys, "report", "1", "--store", str(store_path), "--html", str(blocker / "r.html")
     )
-    assert status == EXIT_USAGE and f"cannot write {blocker / 'r.html'}" in err
+    assert status == EXIT_WRITE_FAILED and f"cannot write {blocker / 'r.html'}" in err
     _no_traceback(err)
 
 
@@ -346,7 +348,7 @@ def test_export_writes_json_to_stdout_by_default(
         ),
         (
             '{"format": "pytest-roofline-run", "schema_version": 1, "run": {}}',
-            "malformed run export",
+            "run.started: missing",
         ),
         ('{"benchmarks": []}', "holds no benchmarks"),
         (

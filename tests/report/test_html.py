@@ -272,7 +272,9 @@ def test_write_html_writes_the_rendered_page_atomically(
 
 def test_the_document_survives_a_json_round_trip(document: dict[str, Any]) -> None:
     """The renderer reads JSON read back from disk exactly like the in-memory document."""
-    assert render_html(RunDocument.read(json.loads(json.dumps(document)))) == render_html(RunDocument.read(document))
+    assert render_html(RunDocument.read(json.loads(json.dumps(document)))) == render_html(
+        RunDocument.read(document)
+    )
 
 
 def test_the_view_is_built_without_deciding(document: dict[str, Any]) -> None:
@@ -287,7 +289,13 @@ def test_a_median_regression_shows_in_the_verdict_cell() -> None:
     document = make_document(3, seed=5)
     test = document["tests"][0]
     test["change"] = {
-        "p95": {"ratio": 0.9, "ci_low": 0.85, "ci_high": 0.95, "verdict": "ok", "improvement": True},
+        "p95": {
+            "ratio": 0.9,
+            "ci_low": 0.85,
+            "ci_high": 0.95,
+            "verdict": "ok",
+            "improvement": True,
+        },
         "p99": {"ratio": 1.0, "ci_low": 0.9, "ci_high": 1.1, "verdict": "not detected"},
         "p50": {"ratio": 3.5, "ci_low": 3.2, "ci_high": 3.9, "verdict": "regression"},
     }

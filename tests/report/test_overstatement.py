@@ -291,9 +291,7 @@ def test_the_markdown_points_to_the_report_option_of_the_command_that_wrote_it(
     store = tmp_path / "store.sqlite"
     document = make_document(12)
     with Store.open(store) as opened:
-        opened.save_run(
-            RunRecord("pr", 1.0, 2.0, {}, {}, "m", summary={"document": document}), []
-        )
+        opened.save_run(RunRecord("pr", 1.0, 2.0, {}, {}, "m", summary={"document": document}), [])
     summary = tmp_path / "summary.md"
     assert main(["report", "pr", "--store", str(store), "--markdown", str(summary)]) in (0, 1)
     text = summary.read_text(encoding="utf-8")
@@ -376,7 +374,9 @@ def test_every_test_has_a_small_latency_chart_collapsed_in_its_row() -> None:
     assert shipped and all(r.find_all("details", cls="dist") for r in shipped)
     # A test with a baseline shows both sides.
     with_baseline = next(
-        r for r in rows if r.find_all("details", cls="dist")[0].find_all("polyline", cls="s-baseline")
+        r
+        for r in rows
+        if r.find_all("details", cls="dist")[0].find_all("polyline", cls="s-baseline")
     )
     assert with_baseline
 

@@ -158,7 +158,14 @@ def test_the_stored_paired_run_gives_back_both_sides_round_by_round(tmp_path: Pa
     base, cand = paired_runs({"t.py::slow": 1.4}, k=4)
     typed, document, results = analyse_rounds(base, cand, gate=GateSettings())
     record = RunRecord(
-        "ab", 1.0, 2.0, typed.run.tags, {}, typed.run.machine or "", design="paired", summary={"document": document}
+        "ab",
+        1.0,
+        2.0,
+        typed.run.tags,
+        {},
+        typed.run.machine or "",
+        design="paired",
+        summary={"document": document},
     )
     with Store.open(tmp_path / "s.sqlite") as store:
         run_id = store.save_run(record, results)

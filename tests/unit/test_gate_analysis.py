@@ -60,7 +60,11 @@ def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_qui
     rng = np.random.default_rng(0)
     context = EvidenceContext(min_effect={"p95": 0.05, "p99": 0.1})
     alone = margins(BaselineEntry(samples(rng), None, {}), context)
-    assert {k: m.margin for k, m in alone.items()} == {"p50": pytest.approx(0.35), "p95": pytest.approx(0.37), "p99": pytest.approx(0.60)}
+    assert {k: m.margin for k, m in alone.items()} == {
+        "p50": pytest.approx(0.35),
+        "p95": pytest.approx(0.37),
+        "p99": pytest.approx(0.60),
+    }
     assert {m.source for m in alone.values()} == {"history"}
     quiet = BaselineEntry(
         samples(rng), None, {}, history_samples=tuple(samples(rng) for _ in range(30))
@@ -94,7 +98,9 @@ def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_
     base = 1e-3 * rng.lognormal(0.0, 0.3, 200)
     cand = 1.8e-3 * rng.lognormal(0.0, 0.3, 200)  # p95 x1.8, one-sided p far below 1e-10
     entry = BaselineEntry(base, None, {})
-    small = evaluate(result("t::a", cand), entry, EvidenceContext(family_size=1, replay=0), target=None)
+    small = evaluate(
+        result("t::a", cand), entry, EvidenceContext(family_size=1, replay=0), target=None
+    )
     huge = evaluate(
         result("t::a", cand), entry, EvidenceContext(family_size=10**40, replay=0), target=None
     )
@@ -169,7 +175,10 @@ def test_offline_comparison_of_two_stored_runs_decides_like_the_gate(tmp_path: P
             ids.append(store.save_run(record, stored))
         document = compare_stored_runs(store, ids[0], ids[1]).to_json()
         base = store.load_run(ids[0]).record
-        assert hardware_difference(base.target.get("name"), base.machine, TARGET.name, "machine") is None
+        assert (
+            hardware_difference(base.target.get("name"), base.machine, TARGET.name, "machine")
+            is None
+        )
     decisions = {t["nodeid"]: t["decision"] for t in document["tests"]}
     assert decisions == {"t::a": "ship", "t::b": "rollback"}
     assert document["decision"] == "rollback"

@@ -44,7 +44,9 @@ def test_a_cpu_preset_sees_the_cpu_presets(name: str) -> None:
 
 def test_a_target_of_unknown_kind_or_none_sees_every_preset() -> None:
     box = target_from_mapping(
-        "golden-box", {"peak_flops_per_s": {"fp64": 4e10}, "peak_bytes_per_s": {"dram": 2e10}}, where="t"
+        "golden-box",
+        {"peak_flops_per_s": {"fp64": 4e10}, "peak_bytes_per_s": {"dram": 2e10}},
+        where="t",
     )
     assert platform_kind(box) is None
     assert set(relevant_presets(box)) == set(load_presets())

@@ -45,7 +45,11 @@ def comparison(
     return QuantileComparison(**fields)
 
 
-MARGINS = {"p95": gate_margin(0.05, 0.37), "p99": gate_margin(0.1, 0.6), "p50": gate_margin(0.05, 0.35)}
+MARGINS = {
+    "p95": gate_margin(0.05, 0.37),
+    "p99": gate_margin(0.1, 0.6),
+    "p50": gate_margin(0.05, 0.35),
+}
 TOO_NOISY = gate_margin(0.05, 1.6)
 
 

@@ -233,7 +233,10 @@ def test_the_common_mode_of_a_uniform_1_2_shift_is_1_2() -> None:
     bases = [lognormal(80 + i, 1000) for i in range(30)]
     cands = [shuffled(b, 110 + i, 1.2) for i, b in enumerate(bases)]
     rng = np.random.default_rng(1)
-    comps = [stats.compare_quantile(b, c, 0.95, delta=0.05, rng=rng) for b, c in zip(bases, cands, strict=True)]
+    comps = [
+        stats.compare_quantile(b, c, 0.95, delta=0.05, rng=rng)
+        for b, c in zip(bases, cands, strict=True)
+    ]
     assert all(c.verdict == "regression" for c in comps)
     cm = stats.common_mode(np.log([c.ratio for c in comps]))
     assert cm.factor == pytest.approx(1.2)
