@@ -74,6 +74,8 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"missing_quality": ("acc",)}, "escalate", "quality acc was recorded in the baseline but not in this run"),
         ({"drift": Drift(0.5, 1e-9, 0.25, True)}, "escalate", "latency drifts within the run"),
         ({"drift": Drift(0.1, 0.3, 0.01, False)}, "ship", "p95"),
+        # A first run: nothing is compared, so a drift has nothing to distort; it is reported.
+        ({"drift": Drift(0.5, 1e-9, 0.25, True), "baseline_summary": None, "comparisons": {}}, "ship", "latency drifts within the run"),
         ({"needs_counters": True, "counter_completeness": 0.2}, "escalate", "counter completeness 20% on a test whose SLA needs counters"),
         ({"needs_counters": True, "counter_completeness": 0.9}, "ship", "p95"),
         ({"precision_change": ("fp32", "bf16")}, "escalate", "precision changed fp32 -> bf16 without quality evidence"),
