@@ -310,7 +310,7 @@ def test_a_busy_calibration_is_used_with_a_warning_and_cached_marked_busy() -> N
     assert len(warnings) == 1 and "busy host" in warnings[0] and "cached marked busy" in warnings[0]
 
 
-def test_a_cached_busy_calibration_is_reused_with_a_warning_while_the_host_reads_no_faster() -> None:
+def test_a_cached_busy_calibration_is_reused_with_a_warning_while_not_outpaced() -> None:
     busy = fake_calibration(share=0.4)
     cache, calibrate = FakeCache({"key-1": busy.to_dict()}), Calibrations()
     result, warnings = run(cache, calibrate, probe_reading(busy, dram=1.1, gemm=1.2))
