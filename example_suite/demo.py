@@ -12,7 +12,8 @@ Three pytest runs of the example suite, each one ordinary ``pytest --roofline`` 
    layers changed as well (dataset and model tags, and a runtime setting).
 
 Then it checks the decisions against :data:`EXPECTED`, the one table of what the gate should
-decide and why, prints it, and exits 0 when every required row holds. The reports (HTML, JSON,
+decide and why, prints it, and exits 0 when every required row holds (timing-sensitive rows are
+required only when the host's load average stayed low through the runs). The reports (HTML, JSON,
 Markdown) are in ``--out`` (default ``./roofline-demo``); ``docs/demo.md`` walks through them.
 """
 
@@ -133,6 +134,10 @@ class Expected:
     evidence: Check
     why: str
     required: bool = True  # unchanged tests: two separate runs on a shared machine may differ
+    # Timing-sensitive rows (a tail, a modest improvement) are checked only when the host was
+    # quiet through the runs: on a saturated machine the tails of every test are the waits of a
+    # descheduled process, and the gate rightly does not roll back on timing alone.
+    quiet_host_only: bool = False
 
 
 #: What the gate should decide for each injected change, and why. The lead re-checks this table
@@ -144,10 +149,11 @@ EXPECTED: tuple[Expected, ...] = (
         "GEMM now runs as one GEMV per column and falls off the compute roof",
     ),
     Expected(
-        "candidate", "test_attention.py::test_decode[decode-b1-kv2048]", "attention-tail",
+        "candidate", "test_attention.py::test_decode[decode-b1-kv4096]", "attention-tail",
         "rollback", tail_caught,
-        "a tail regression: 1.25% of calls are 16 times slower, so p99 grows about ten-fold "
+        "a tail regression: 1.25% of calls are 16 times slower, so p99 grows many-fold "
         "while p95 holds and the mean moves by about a fifth; confirmed on replay",
+        quiet_host_only=True,
     ),
     Expected(
         "candidate", "test_norms.py::test_layer_norm[*]", "layernorm-fp32", "escalate",
@@ -158,6 +164,7 @@ EXPECTED: tuple[Expected, ...] = (
     Expected(
         "candidate", "test_parse.py::test_parse_and_sort[*]", "parse-fast", "ship", improved,
         "an improvement: faster on every quantile, nothing points at a regression",
+        quiet_host_only=True,
     ),
     Expected(
         "candidate", "*", None, "ship", nothing,
@@ -244,6 +251,20 @@ def _copy_calibration(source: Path, dest: Path) -> None:
         print(f"demo: not copying the host calibration ({exc})")
 
 
+#: 1-minute load averages read before and after each run (this demo's own pytest adds ~1).
+LOADS: list[float] = []
+
+
+def busy_host() -> str | None:
+    """Why the host was too busy for timing-sensitive rows, from the loads seen, or None."""
+    from pytest_roofline.hardware.busy import host_busy
+
+    if not LOADS:
+        return None
+    worst = max(LOADS)
+    return host_busy(load_average=(worst, worst, worst))
+
+
 def run_pytest(
     title: str, args: Sequence[str], *, changes: Sequence[str], env: Mapping[str, str] = {}
 ) -> int:
@@ -254,7 +275,9 @@ def run_pytest(
         shown += f" ROOFLINE_DEMO_CHANGE={','.join(changes)}"
     print(f"\n=== {title}\n$ cd {SUITE} &&{' ' + shown.strip() if shown.strip() else ''} "
           f"{shlex.join(['python', '-m', 'pytest', *args])}", flush=True)  # fmt: skip
+    LOADS.append(os.getloadavg()[0])
     done = subprocess.run(command, cwd=SUITE, env=environment, check=False)
+    LOADS.append(os.getloadavg()[0])
     if done.returncode not in (0, 1):  # 1: the gate failed tests, as it should for a rollback
         raise SystemExit(f"demo: pytest exited {done.returncode} in the {title} run")
     return done.returncode
@@ -331,11 +354,13 @@ def report(
     print(f"\n=== the gate's decisions against the demo's table ({seconds:.0f} s of pytest)")
     width = max(len(o.nodeid) for o in outcomes)
     print(f"    {'run':9s} {'test':{width}s} {'change':15s} {'expected':9s} {'got':9s} evidence")
+    busy = busy_host()
     failed = 0
     unchanged_shipped = unchanged = 0
     for o in outcomes:
-        mark = "ok" if o.problem is None else ("!!" if o.row.required else "~~")
-        failed += o.problem is not None and o.row.required
+        required = o.row.required and not (o.row.quiet_host_only and busy)
+        mark = "ok" if o.problem is None else ("!!" if required else "~~")
+        failed += o.problem is not None and required
         if o.row.change is None:
             unchanged += 1
             unchanged_shipped += o.problem is None
@@ -345,11 +370,18 @@ def report(
             + (f"  <- {o.problem}" if o.problem else "")
         )
     print(f"\nunchanged tests that shipped: {unchanged_shipped} of {unchanged}")
+    print(f"host load (1-minute average, before and after each run): {', '.join(f'{x:.1f}' for x in LOADS)}")
+    if busy:
+        print(
+            f"the host was busy ({busy}): the timing-sensitive rows (tail, improvement) are "
+            "shown, not required; run the demo on a quiet machine to see them hold"
+        )
     for run, document in documents.items():
         print(f"{run} run: {document['decision'].upper()}")
     print("\nwhy:")
     for row in EXPECTED:
-        print(f"  {row.run} {row.tests} -> {row.decision}: {row.why}")
+        when = " (checked on a quiet host)" if row.quiet_host_only else ""
+        print(f"  {row.run} {row.tests} -> {row.decision}{when}: {row.why}")
     print(f"\nreports: {out / 'candidate.html'} (also .json, .md); {out / 'retagged.html'}")
     print("walk-through: docs/demo.md")
     if failed:

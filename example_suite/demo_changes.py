@@ -20,7 +20,7 @@ CHANGES = {
     "gemm-layout": "GEMM: B is stored as a list of columns and multiplied column by column "
     "(a GEMV per column: BLAS-3 becomes BLAS-2, off the compute roof)",
     "attention-tail": "long-context attention decode: every 80th step rebuilds its key/value "
-    "cache (16 times the work on 1.25% of calls: p99 grows ten-fold, p95 holds, the mean "
+    "cache (16 times the work on 1.25% of calls: p99 grows many-fold, p95 holds, the mean "
     "moves by about a fifth)",
     "layernorm-fp32": "layer norm: computed in fp32 instead of fp64, and the quality record "
     "dropped (a precision change without quality evidence)",

@@ -18,7 +18,9 @@ from sizing import memory_level
 
 # The injected tail regression: on long-context requests, every 80th decode step rebuilds
 # (evicts and re-packs) its key/value cache. 1.25% of calls, each 16 times as long: p99 lands
-# among them, p95 does not, and the mean moves by 1.25% x 15, about a fifth.
+# among them, p95 does not, and the mean moves by 1.25% x 15, about a fifth. (A rebuild that
+# is much longer than the call is what stands out on a shared machine, whose own tail is the
+# few milliseconds a descheduled process waits.)
 REBUILD_EVERY = 80
 REBUILD_COST = 15  # extra passes over the cache on a rebuild
 
@@ -78,9 +80,9 @@ def test_prefill(roofline, workload, hardware):
     assert result.shape == q.shape and np.isfinite(result).all()
 
 
-# p99 needs at least 299 samples to be assessed, and a decode step takes up to a few
+# p99 needs at least 299 samples to be assessed, and a long-context decode step takes a few
 # milliseconds, so this test gets a longer budget than the suite's default.
-@pytest.mark.roofline(slices="decode", budget="0.6s")
+@pytest.mark.roofline(slices="decode", budget="1.5s")
 def test_decode(roofline, workload, hardware):
     q, k_t, v, out = setup(roofline, workload, hardware)
     if injected("attention-tail") and "long-context" in workload.tags:
