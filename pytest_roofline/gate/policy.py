@@ -192,7 +192,16 @@ def decide_test(e: TestEvidence) -> TestDecision:
     if e.bound_change is not None:
         margin = e.margins.get("p95", 0.05)
         if e.bound_change.changed:
-            collapsed = e.efficiency_ratio is not None and e.efficiency_ratio < 1 / (1 + margin)
+            # A test that got faster has not collapsed, whatever its efficiency says: when the
+            # declared work changes (a precision change halves the bytes), efficiency can fall
+            # while the time improves.
+            p50 = e.comparisons.get("p50")
+            faster = p50 is not None and math.isfinite(p50.ratio) and p50.ratio <= 1.0
+            collapsed = (
+                e.efficiency_ratio is not None
+                and e.efficiency_ratio < 1 / (1 + margin)
+                and not faster
+            )
             text = f"bound class changed {e.bound_change.base} -> {e.bound_change.cand}"
             if collapsed:
                 rollback.append(f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f})")

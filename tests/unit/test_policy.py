@@ -85,6 +85,8 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "layers_changed": ("runtime",)}, "rollback", "p95 regressed"),
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.5}, "rollback", "bound class changed memory -> compute with an efficiency collapse (x0.50)"),
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.95}, "ship", "bound class changed"),
+        # Faster, with less declared work (fp64 -> fp32): efficiency fell, nothing collapsed.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.6, "comparisons": {"p50": comparison("ok", 0.6, 0.55, 0.65, quantile=0.5, improvement=True)}}, "ship", "bound class changed memory -> overhead"),
         ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
     ],
 )  # fmt: skip
