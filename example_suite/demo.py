@@ -67,10 +67,13 @@ def _mean_ratio(test: Test, baseline: Mapping[str, Test]) -> float | None:
 
 def regression_found(test: Test, baseline: Mapping[str, Test]) -> str | None:
     # The decision (checked first) says whether the gate confirmed it: a rollback needs a
-    # replay that reproduces, or an efficiency collapse with a change of bound class.
-    if not any(_change(test, q).get("verdict") == "regression" for q in ("p50", "p95", "p99")):
-        return "no quantile was found to regress"
-    return None
+    # regression that reproduces on replay, or an efficiency collapse with a change of bound
+    # class; either is this change's evidence.
+    if any(_change(test, q).get("verdict") == "regression" for q in ("p50", "p95", "p99")):
+        return None
+    if any("efficiency collapse" in reason for reason in test.get("reasons", ())):
+        return None
+    return "neither a quantile regression nor an efficiency collapse was found"
 
 
 def tail_caught(test: Test, baseline: Mapping[str, Test]) -> str | None:
