@@ -157,10 +157,18 @@ EXPECTED: tuple[Expected, ...] = (
         quiet_host_only=True,
     ),
     Expected(
-        "candidate", "test_norms.py::test_layer_norm[*]", "layernorm-fp32", "escalate",
+        "candidate", "test_norms.py::test_layer_norm[r1024xc4096]", "layernorm-fp32", "escalate",
         precision_without_quality,
-        "the declared precision changed fp64 -> fp32 and no quality was recorded: faster, but "
-        "nobody can tell whether it is still accurate enough; a human decides",
+        "the declared precision changed fp64 -> fp32 and no quality was recorded: about twice "
+        "as fast, but nobody can tell whether it is still accurate enough; a human decides",
+    ),
+    Expected(
+        "candidate", "test_norms.py::test_layer_norm[r32xc512]", "layernorm-fp32", "escalate",
+        precision_without_quality,
+        "the same change on a small matrix, where numpy's per-call cost dominates and fp32 is "
+        "no faster (measured 1.26 times slower): a reproduced p50 regression may roll it back "
+        "instead, which is right too",
+        required=False,
     ),
     Expected(
         "candidate", "test_parse.py::test_parse_and_sort[*]", "parse-fast", "ship", improved,

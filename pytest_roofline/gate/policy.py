@@ -192,15 +192,17 @@ def decide_test(e: TestEvidence) -> TestDecision:
     if e.bound_change is not None:
         margin = e.margins.get("p95", 0.05)
         if e.bound_change.changed:
-            # A test that got faster has not collapsed, whatever its efficiency says: when the
-            # declared work changes (a precision change halves the bytes), efficiency can fall
-            # while the time improves.
+            # Efficiencies compare only for the same declared work: a precision change (fp64 ->
+            # fp32 halves the bytes and moves the roof) changes the efficiency with no change in
+            # the code's speed, and is judged as a precision change below. And a test that got
+            # faster has not collapsed, whatever its efficiency says.
             p50 = e.comparisons.get("p50")
             faster = p50 is not None and math.isfinite(p50.ratio) and p50.ratio <= 1.0
             collapsed = (
                 e.efficiency_ratio is not None
                 and e.efficiency_ratio < 1 / (1 + margin)
                 and not faster
+                and e.precision_change is None
             )
             text = f"bound class changed {e.bound_change.base} -> {e.bound_change.cand}"
             if collapsed:

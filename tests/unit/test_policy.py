@@ -87,6 +87,8 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.95}, "ship", "bound class changed"),
         # Faster, with less declared work (fp64 -> fp32): efficiency fell, nothing collapsed.
         ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.6, "comparisons": {"p50": comparison("ok", 0.6, 0.55, 0.65, quantile=0.5, improvement=True)}}, "ship", "bound class changed memory -> overhead"),
+        # The same time on half the declared bytes (fp64 -> fp32): a precision change, not a collapse.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.5, "precision_change": ("fp64", "fp32"), "comparisons": {"p50": comparison("ok", 1.05, 0.95, 1.1, quantile=0.5)}}, "escalate", "declared precision changed fp64 -> fp32 without quality evidence"),
         ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
     ],
 )  # fmt: skip
