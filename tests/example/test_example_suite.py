@@ -85,7 +85,7 @@ def test_the_demo_shows_every_decision_of_its_table(tmp_path: Path) -> None:
     assert {"data", "model", "runtime"} <= set(retagged["tests"][0]["layers_changed"])
     tests = {t["nodeid"]: t for t in candidate["tests"]}
     # Production slices come from the trace, beside the synthetic ones.
-    decode = tests["test_attention.py::test_decode[decode-b1-kv4096]"]
+    decode = tests["test_attention.py::test_decode[decode-b1-kv2048]"]
     assert decode["source"] == "production"
     assert tests["test_attention.py::test_decode[synthetic-b1-kv1024]"]["source"] == "synthetic"
     # The cache-resident triad is placed against the LLC roof, the large one against DRAM.
