@@ -421,7 +421,12 @@ def build_config(
     if not isinstance(slices_raw, Mapping):
         raise ConfigError(f"{src}: slices: expected a mapping of group name to a list of slices")
     slices = {
-        str(group): parse_slices(items, where=f"{src}: slices.{group}", group=str(group))
+        str(group): parse_slices(
+            items,
+            where=f"{src}: slices.{group}",
+            group=str(group),
+            base_dir=config_path.parent if config_path is not None else rootdir,
+        )
         for group, items in slices_raw.items()
     }
 

@@ -1,15 +1,30 @@
-"""Workload slices: the reproducible inputs a performance test is measured on."""
+"""Workload slices: the reproducible inputs a performance test is measured on.
+
+A slice group in ``roofline.yaml`` lists slices, and may take some from a trace: an entry
+``{trace: PATH}`` stands for the slices in that JSON-lines file (one ``{name, params, tags}``
+object a line; ``source`` ``production`` unless the entry says otherwise), so the shapes that
+production saw are measured beside the synthetic ones and change when the trace does.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, cast
 
 from pytest_roofline.errors import ConfigError
 
-__all__ = ["SLICE_SOURCES", "SliceSource", "WorkloadSlice", "parse_slice", "parse_slices"]
+__all__ = [
+    "SLICE_SOURCES",
+    "SliceSource",
+    "WorkloadSlice",
+    "parse_slice",
+    "parse_slices",
+    "trace_slices",
+]
 
 SliceSource = Literal["synthetic", "production"]
 SLICE_SOURCES: tuple[SliceSource, ...] = ("synthetic", "production")
@@ -86,15 +101,80 @@ def parse_slice(value: object, *, where: str, group: str | None = None) -> Workl
     )
 
 
-def parse_slices(
-    value: object, *, where: str, group: str | None = None
+_TRACE_KEYS = ("trace", "source", "tags")
+
+
+def trace_slices(
+    entry: Mapping[str, object], *, where: str, base_dir: Path | None, group: str | None = None
 ) -> tuple[WorkloadSlice, ...]:
-    """Validate a non-empty list of slices with unique names."""
+    """The slices a ``{trace: PATH, source: production, tags: [...]}`` entry stands for.
+
+    ``PATH`` is a JSON-lines file, relative to ``base_dir`` (the config file's folder); each
+    non-blank line is one slice ``{"name": ..., "params": {...}, "tags": [...]}``. The entry's
+    ``source`` (default ``production``) and ``tags`` apply to every slice it yields.
+
+    :raises ConfigError: for a missing or unreadable file, a line that is not a JSON object,
+        or a slice that does not validate; the message names the file and the line.
+    """
+    unknown = sorted(set(map(str, entry)) - set(_TRACE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown trace key(s) {unknown}; valid keys: {list(_TRACE_KEYS)}"
+        )
+    raw = entry.get("trace")
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(f"{where}: 'trace' must be the path of a JSON-lines file, got {raw!r}")
+    path = Path(raw)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the trace {path}: {exc.strerror or exc}") from None
+    source = entry.get("source", "production")
+    extra_tags = entry.get("tags", ())
+    if isinstance(extra_tags, str) or not isinstance(extra_tags, Sequence):
+        raise ConfigError(f"{where}: 'tags' must be a list of strings")
+    slices = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        at = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{at}: not a JSON object ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ConfigError(f"{at}: expected a JSON object {{name, params, tags}}, got {line!r}")
+        if "source" in record:
+            raise ConfigError(f"{at}: a trace line takes no 'source'; set it on the trace entry")
+        tags = record.get("tags", [])
+        if isinstance(tags, list):
+            record["tags"] = [*tags, *extra_tags]
+        slices.append(parse_slice({**record, "source": source}, where=at, group=group))
+    if not slices:
+        raise ConfigError(f"{where}: the trace {path} holds no slices")
+    return tuple(slices)
+
+
+def parse_slices(
+    value: object, *, where: str, group: str | None = None, base_dir: Path | None = None
+) -> tuple[WorkloadSlice, ...]:
+    """Validate a non-empty list of slices with unique names.
+
+    An item ``{trace: PATH}`` expands to the slices of that trace (:func:`trace_slices`), read
+    relative to ``base_dir``.
+    """
     if isinstance(value, (str, Mapping)) or not isinstance(value, Sequence) or not value:
         raise ConfigError(f"{where}: expected a non-empty list of slices, got {value!r}")
     slices = tuple(
-        parse_slice(item, where=f"{where}[{index}]", group=group)
+        item_slice
         for index, item in enumerate(value)
+        for item_slice in (
+            trace_slices(item, where=f"{where}[{index}]", base_dir=base_dir, group=group)
+            if isinstance(item, Mapping) and "trace" in item
+            else (parse_slice(item, where=f"{where}[{index}]", group=group),)
+        )
     )
     names = [s.name for s in slices]
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -22,6 +22,7 @@ from typing import Literal, cast, get_args
 from pytest_roofline import roofline
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.roofline import MEMORY_LEVELS, PRECISIONS, DeclaredWork, RooflinePoint
+from pytest_roofline.roofline.work import LEVEL_ALIASES
 
 __all__ = [
     "RESERVED_TARGET_NAMES",
@@ -56,7 +57,6 @@ _BYTE_UNITS: Mapping[str, float] = {
     "GiB/s": 2.0**30,
     "TiB/s": 2.0**40,
 }
-_LEVEL_ALIASES: Mapping[str, str] = {"hbm": "dram", "gddr": "dram"}
 _CONFIG_KEYS = ("peak_flops_per_s", "peak_bytes_per_s", "sparse_peak_flops_per_s", "description")
 _NUMBER_WITH_UNIT = re.compile(r"^\s*([-+]?[0-9][0-9_]*\.?[0-9_]*(?:[eE][-+]?[0-9]+)?)\s*(\S*)\s*$")
 
@@ -176,7 +176,7 @@ class HardwareTarget:
 
     def _peak_bytes(self, level: str) -> float:
         try:
-            return self.peak_bytes_per_s[_LEVEL_ALIASES.get(level, level)]
+            return self.peak_bytes_per_s[LEVEL_ALIASES.get(level, level)]
         except KeyError:
             raise ConfigError(
                 f"target {self.name!r} has no {level!r} bandwidth roof; it has: "
@@ -202,20 +202,23 @@ class HardwareTarget:
         work: DeclaredWork,
         seconds_per_call: float,
         *,
-        memory_level: str = "dram",
+        memory_level: str | None = None,
         ridge_margin: float = roofline.DEFAULT_RIDGE_MARGIN,
         overhead_efficiency: float = roofline.DEFAULT_OVERHEAD_EFFICIENCY,
         roof_tolerance: float = roofline.DEFAULT_ROOF_TOLERANCE,
     ) -> RooflinePoint:
         """Place ``work`` taking ``seconds_per_call`` on this target (see :func:`roofline.place`).
 
-        The compute roof is the dense peak of the work's precision (``fp32`` when undeclared).
+        The compute roof is the dense peak of the work's precision (``fp32`` when undeclared);
+        the bandwidth roof is that of ``memory_level``, else the level the work declares, else
+        ``dram``.
         A precision or memory level this target has no peak for gives the class ``unknown``
         with a note naming what the target has (e.g. ``fp64`` on ``tpu-v5e``); it is not a
         data error, since the measurement itself contradicts nothing.
         """
         precision = work.precision or roofline.DEFAULT_PRECISION
-        level = _LEVEL_ALIASES.get(memory_level, memory_level)
+        chosen = memory_level or work.memory_level or "dram"
+        level = LEVEL_ALIASES.get(chosen, chosen)
         peak_f = self.peak_flops_per_s.get(precision)
         peak_b = self.peak_bytes_per_s.get(level)
         point = roofline.place(
@@ -385,7 +388,7 @@ def _peak_table(
             canonical = roofline.normalize_precision(key, where=key_where)
         else:
             name = str(key).strip().lower()
-            canonical = _LEVEL_ALIASES.get(name, name)
+            canonical = LEVEL_ALIASES.get(name, name)
             if canonical not in valid:
                 raise ConfigError(
                     f"{key_where}: unknown memory level {key!r}; valid: {', '.join(valid)} "

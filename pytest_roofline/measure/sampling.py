@@ -46,10 +46,12 @@ StopReason = Literal["budget", "decisive", "max_samples", "cap"]
 class SamplingPolicy:
     """How long and how finely to sample one test.
 
-    ``budget_s`` bounds the sampling phase (warm-up comes first and is bounded by ``warmup_s``);
-    ``min_samples`` is honoured even past the budget so every test yields a distribution. While
-    the stop rule says the comparison is still undecided (UNKNOWN), sampling goes on past the
-    budget up to ``max_extension`` times it (the cap; stop reason ``"cap"``).
+    ``budget_s`` bounds the sampling phase. Warm-up comes first: at least ``warmup_s`` (and one
+    call), then until the per-call time stops falling, at most ``warmup_max_s`` (``warmup_s``
+    of 0 turns warm-up off: one call). ``min_samples`` is honoured even past the budget so every
+    test yields a distribution. While the stop rule says the comparison is still undecided
+    (UNKNOWN), sampling goes on past the budget up to ``max_extension`` times it (the cap; stop
+    reason ``"cap"``).
     Calls shorter than ``min_sample_s`` are batched so the clock's own cost and resolution stay
     well below the quantity measured.
     """
@@ -58,6 +60,11 @@ class SamplingPolicy:
     min_samples: int = 10
     max_samples: int = 200_000
     warmup_s: float = 0.05
+    # Warm-up ends once per-call times stop falling (see Sampler._warm_up), but never later than
+    # this: a test that keeps speeding up is measured anyway, and its drift is then reported.
+    warmup_max_s: float = 0.5
+    # Warm-up has settled when its last window is not a new low by more than this share.
+    warmup_tolerance: float = 0.02
     # ~20 µs per sample keeps perf_counter_ns overhead (~50-100 ns) under 0.5% of each sample.
     min_sample_s: float = 20e-6
     max_batch: int = 1_000_000
@@ -73,7 +80,7 @@ class SamplingPolicy:
                 f"sampling policy: max_extension must be a finite factor >= 1, "
                 f"got {self.max_extension!r}"
             )
-        for name in ("budget_s", "warmup_s", "min_sample_s"):
+        for name in ("budget_s", "warmup_s", "warmup_max_s", "warmup_tolerance", "min_sample_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(
@@ -179,12 +186,7 @@ class Sampler:
         if sync is not None:
             sync()  # work queued before the test must not land in its first sample
         warmup_start = clock()
-        result, first_ns = call_once()
-        durations = [first_ns]
-        warmup_limit_ns = policy.warmup_s * 1e9
-        while clock() - warmup_start < warmup_limit_ns:
-            result, elapsed = call_once()
-            durations.append(elapsed)
+        result, durations = self._warm_up(call_once)
         warmup_ns = clock() - warmup_start
         # The median of the later warm-up calls sets the batch size: the first calls are the
         # slowest (imports, caches, allocation) and would under-batch.
@@ -247,6 +249,46 @@ class Sampler:
             looks=tuple(looks),
         )
         return result, sample_set
+
+    def _warm_up(self, call_once: Callable[[], tuple[Any, int]]) -> tuple[Any, list[int]]:
+        """Call until the per-call time has settled; return the last result and every duration.
+
+        The warm-up is cut into windows of ``warmup_s / 2``; it ends at the first window boundary
+        past ``warmup_s`` where the median call of the last window is not a new low, i.e. not
+        more than ``warmup_tolerance`` below every earlier window's median (the calls have
+        stopped getting faster), and at ``warmup_max_s`` at the latest (DESIGN 4: a time- or
+        change-point-based warm-up). Under noise alone a window sets a new low with a
+        probability that falls like 1/k with the k windows before it, so a settled call stops
+        within a window or two; a steady speed-up keeps setting lows and keeps warming up.
+        Without it, a test whose first tens of milliseconds run slow (caches, page faults,
+        frequency ramp, lazy initialisation) starts sampling while still speeding up, and its
+        samples show a downward trend that the gate reads as drift within the run.
+        """
+        clock, policy = self._clock, self.policy
+        start = clock()
+        result, first_ns = call_once()
+        durations = [first_ns]
+        min_ns = policy.warmup_s * 1e9
+        if min_ns <= 0:
+            return result, durations
+        max_ns = max(min_ns, policy.warmup_max_s * 1e9)
+        window_ns = min_ns / 2
+        window_start, window_first = start, 0
+        medians: list[float] = []
+        while True:
+            now = clock()
+            if now - window_start >= window_ns:
+                median = float(np.median(durations[window_first:]))
+                settled = bool(medians) and median >= min(medians) * (1 - policy.warmup_tolerance)
+                medians.append(median)
+                window_start, window_first = now, len(durations)
+                if settled and now - start >= min_ns:
+                    break
+            if now - start >= max_ns:
+                break
+            result, elapsed = call_once()
+            durations.append(elapsed)
+        return result, durations
 
     def _batch_size(self, typical_ns: float) -> int:
         target_ns = self.policy.min_sample_s * 1e9

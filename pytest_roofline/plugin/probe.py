@@ -194,14 +194,21 @@ class RooflineProbe:
         flops: float | None = None,
         bytes_moved: float | None = None,
         precision: str | None = None,
+        memory_level: str | None = None,
     ) -> None:
-        """Declare the work of ONE call of the measured function (an FMA counts as 2 FLOPs)."""
+        """Declare the work of ONE call of the measured function (an FMA counts as 2 FLOPs).
+
+        :param memory_level: the level ``bytes_moved`` is counted at and placed against:
+            ``dram`` (default), or ``llc``, ``l2``, ``l1`` for a working set that stays in that
+            cache (the target needs a roof for it; the host calibration measures ``llc``).
+        """
         try:
             self._declared = declared_work(
                 flops,
                 bytes_moved,
                 precision or self._default_precision,
                 where=f"{self._nodeid}: roofline.declare()",
+                memory_level=memory_level,
             )
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None

@@ -198,12 +198,29 @@ class RooflineSession:
             self._target = resolve_target(
                 name,
                 config_targets=self.settings.targets,
-                host=lambda: host_target(self.store, warn=warn),
+                host=lambda: host_target(self._calibration_cache(), warn=warn),
                 gpu_name=nvml_gpu_name,
             )
         except RooflineError as exc:
             raise pytest.UsageError(f"--roofline-target: {exc}") from None
         return self._target
+
+    def _calibration_cache(self) -> Store | None:
+        """Where host calibrations are cached: the result store.
+
+        Without ``--roofline`` the store is not opened for results, but the ``hardware`` fixture
+        still needs the host target: an existing store lends its cached calibration, so a
+        functional run does not spend seconds measuring the host again.
+        """
+        if self.store is not None or self.settings.enabled:
+            return self.store
+        if not self.settings.store_path.is_file():
+            return None
+        try:
+            self.store = Store.open(self.settings.store_path, create=False)
+        except StoreError:
+            return None  # a functional run is no place to complain about the store
+        return self.store
 
     def _counter_session(self) -> CounterSession | None:
         if not self.settings.counters:

@@ -16,10 +16,12 @@ from pytest_roofline.vocabulary import MEMORY_LEVELS, PRECISIONS
 
 __all__ = [
     "DEFAULT_PRECISION",
+    "LEVEL_ALIASES",
     "MEMORY_LEVELS",
     "PRECISIONS",
     "DeclaredWork",
     "declared_work",
+    "normalize_memory_level",
     "normalize_precision",
 ]
 
@@ -27,6 +29,9 @@ __all__ = [
 #: Precision used to place work declared without one: the default dtype of PyTorch and JAX and
 #: the FP32 (non-tensor-core) GPU peak. numpy's default dtype is float64: declare ``"fp64"`` there.
 DEFAULT_PRECISION = "fp32"
+
+# Other names of main memory (GPU datasheets say HBM or GDDR).
+LEVEL_ALIASES: Mapping[str, str] = {"hbm": "dram", "gddr": "dram"}
 
 # Spellings users are likely to pass (numpy/torch dtype names): normalised to PRECISIONS.
 _PRECISION_ALIASES: Mapping[str, str] = {
@@ -111,7 +116,9 @@ class DeclaredWork:
 
     ``None`` means "not declared". FLOPs count an FMA as 2. ``precision`` is a canonical name
     from :data:`PRECISIONS`, or ``None`` when the test did not say (placement then uses
-    :data:`DEFAULT_PRECISION` and says so in the point's ``note``).
+    :data:`DEFAULT_PRECISION` and says so in the point's ``note``). ``memory_level`` is the
+    level the bytes are counted at and the roof they are placed against (a name from
+    :data:`MEMORY_LEVELS`); ``None`` means main memory (``dram``).
 
     Build it with :func:`declared_work`, which validates and names the source of bad input.
     """
@@ -119,6 +126,7 @@ class DeclaredWork:
     flops: float | None = None
     bytes_moved: float | None = None
     precision: str | None = None
+    memory_level: str | None = None
 
     def __post_init__(self) -> None:
         where = "DeclaredWork"
@@ -126,6 +134,10 @@ class DeclaredWork:
         object.__setattr__(self, "bytes_moved", _amount(self.bytes_moved, "bytes_moved", where))
         if self.precision is not None:
             object.__setattr__(self, "precision", normalize_precision(self.precision, where=where))
+        if self.memory_level is not None:
+            object.__setattr__(
+                self, "memory_level", normalize_memory_level(self.memory_level, where=where)
+            )
 
     @property
     def declared(self) -> bool:
@@ -133,8 +145,16 @@ class DeclaredWork:
         return self.flops is not None or self.bytes_moved is not None
 
     def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready mapping (``flops``, ``bytes_moved``, ``precision``)."""
-        return {"flops": self.flops, "bytes_moved": self.bytes_moved, "precision": self.precision}
+        """Return a JSON-ready mapping (``flops``, ``bytes_moved``, ``precision``, and
+        ``memory_level`` when one other than main memory was declared)."""
+        out: dict[str, object] = {
+            "flops": self.flops,
+            "bytes_moved": self.bytes_moved,
+            "precision": self.precision,
+        }
+        if self.memory_level is not None:
+            out["memory_level"] = self.memory_level
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object], *, where: str = "declared work") -> DeclaredWork:
@@ -145,12 +165,36 @@ class DeclaredWork:
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where}: expected a mapping with flops, bytes_moved, precision")
         return declared_work(
-            data.get("flops"), data.get("bytes_moved"), data.get("precision"), where=where
+            data.get("flops"),
+            data.get("bytes_moved"),
+            data.get("precision"),
+            where=where,
+            memory_level=data.get("memory_level"),
         )
 
 
+def normalize_memory_level(level: object, *, where: str) -> str | None:
+    """Return the canonical memory level for ``level`` (``hbm`` and ``gddr`` mean ``dram``).
+
+    :raises ConfigError: when ``level`` is not one of :data:`MEMORY_LEVELS` (or an alias).
+    """
+    key = level.strip().lower() if isinstance(level, str) else None
+    key = LEVEL_ALIASES.get(key, key) if key is not None else None
+    if key not in MEMORY_LEVELS:
+        raise ConfigError(
+            f"{where}: memory_level must be one of {', '.join(MEMORY_LEVELS)} "
+            f"(the level the declared bytes are counted at), got {level!r}"
+        )
+    return key
+
+
 def declared_work(
-    flops: object, bytes_moved: object, precision: object, *, where: str
+    flops: object,
+    bytes_moved: object,
+    precision: object,
+    *,
+    where: str,
+    memory_level: object = None,
 ) -> DeclaredWork:
     """Validate a declaration and return it as a :class:`DeclaredWork`.
 
@@ -158,6 +202,8 @@ def declared_work(
     :param bytes_moved: compulsory bytes per call to main memory, or ``None``.
     :param precision: a name from :data:`PRECISIONS` or a dtype spelling (``"float32"``), or
         ``None`` (placed against :data:`DEFAULT_PRECISION`, recorded as undeclared).
+    :param memory_level: the level the bytes are counted at and placed against (``dram``,
+        ``llc``, ``l2``, ``l1``), or ``None`` for main memory.
     :param where: the source, named in error messages, e.g.
         ``"test_x.py::test_gemm[small]: roofline.declare()"``.
     :raises ConfigError: for a negative, NaN, infinite, boolean or non-numeric amount, or an
@@ -167,4 +213,7 @@ def declared_work(
         flops=_amount(flops, "flops", where),
         bytes_moved=_amount(bytes_moved, "bytes_moved", where),
         precision=None if precision is None else normalize_precision(precision, where=where),
+        memory_level=None
+        if memory_level is None
+        else normalize_memory_level(memory_level, where=where),
     )

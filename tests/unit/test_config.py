@@ -106,6 +106,51 @@ def test_a_config_target_and_slice_groups_are_loaded(tmp_path: Path) -> None:
     assert config.slices["gemm"][1].source == "production"
 
 
+def test_production_slices_come_from_a_trace_beside_synthetic_ones(tmp_path: Path) -> None:
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "attn.jsonl").write_text(
+        '{"name": "decode-b8", "params": {"batch": 8, "seq": 256}, "tags": ["chat"]}\n'
+        "\n"
+        '{"name": "prefill-b1", "params": {"batch": 1, "seq": 2048}}\n'
+    )
+    config = make(
+        tmp_path,
+        "slices:\n  attention:\n    - {name: tiny, params: {batch: 1, seq: 64}}\n"
+        "    - {trace: traces/attn.jsonl, tags: [trace-2026-11]}\n",
+    )
+    slices = config.slices["attention"]
+    assert [(s.name, s.source) for s in slices] == [
+        ("tiny", "synthetic"),
+        ("decode-b8", "production"),
+        ("prefill-b1", "production"),
+    ]
+    assert slices[1].params == {"batch": 8, "seq": 256}
+    assert slices[1].tags == ("chat", "trace-2026-11")
+    assert slices[2].group == "attention"
+
+
+@pytest.mark.parametrize(
+    ("trace_text", "entry", "message"),
+    [
+        (None, "{trace: missing.jsonl}", r"slices\.g\[0\]: cannot read the trace .*missing\.jsonl"),
+        ("[1, 2]\n", "{trace: t.jsonl}", r"t\.jsonl:1: expected a JSON object"),
+        ('{"name": "a"}\n{"name": \n', "{trace: t.jsonl}", r"t\.jsonl:2: not a JSON object"),
+        ('{"name": "a b"}\n', "{trace: t.jsonl}", r"t\.jsonl:1: slice 'name' must be"),
+        ('{"name": "a", "source": "synthetic"}\n', "{trace: t.jsonl}", r"t\.jsonl:1: a trace line takes no 'source'"),
+        ("\n", "{trace: t.jsonl}", "holds no slices"),
+        ('{"name": "a"}\n', "{trace: t.jsonl, every: 2}", r"unknown trace key\(s\) \['every'\]"),
+        ('{"name": "a"}\n{"name": "a"}\n', "{trace: t.jsonl}", r"slice names must be unique, repeated: \['a'\]"),
+    ],
+)  # fmt: skip
+def test_a_bad_trace_is_an_error_naming_the_file_and_line(
+    tmp_path: Path, trace_text: str | None, entry: str, message: str
+) -> None:
+    if trace_text is not None:
+        (tmp_path / "t.jsonl").write_text(trace_text)
+    with pytest.raises(ConfigError, match=message):
+        make(tmp_path, f"slices:\n  g:\n    - {entry}\n")
+
+
 @pytest.mark.parametrize(
     ("yaml_text", "message"),
     [

@@ -282,6 +282,21 @@ def test_place_uses_the_declared_precision_and_memory_level() -> None:
     assert a100.attainable(1.0, "float32") == pytest.approx(2.039 * T)
 
 
+def test_a_cache_resident_kernel_is_placed_against_the_level_it_declares() -> None:
+    host = HardwareTarget("host", {"fp64": 100 * G}, {"dram": 20 * G, "llc": 80 * G}, "measured")
+    triad = declared_work(2e5, 2.4e6, "fp64", where="t", memory_level="llc")
+    seconds = 2.4e6 / (60 * G)  # 60 GB/s: above the DRAM roof, below the LLC roof
+    point = host.place(triad, seconds)
+    assert point.memory_level == "llc"
+    assert point.bound == "memory"
+    assert point.efficiency == pytest.approx(60 / 80)
+    assert point.data_error is None
+    as_dram = host.place(triad, seconds, memory_level="dram")  # an explicit level wins
+    assert as_dram.data_error is not None and "dram bandwidth roof" in as_dram.data_error
+    no_llc = HardwareTarget("ci", {"fp64": 100 * G}, {"dram": 20 * G}, "config")
+    assert no_llc.place(triad, seconds).bound == "unknown"
+
+
 def test_targets_round_trip_through_json_and_pickle() -> None:
     for target in load_presets().values():
         again = HardwareTarget.from_dict(json.loads(json.dumps(target.to_dict())))

@@ -101,6 +101,8 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"missing_quality": ("acc",)}, "escalate", "quality acc was recorded in the baseline but not in this run"),
         ({"drift": Drift(0.5, 1e-9, 0.25, True)}, "escalate", "latency drifts within the run"),
         ({"drift": Drift(0.1, 0.3, 0.01, False)}, "ship", "p95"),
+        # A first run: nothing is compared, so a drift has nothing to distort; it is reported.
+        ({"drift": Drift(0.5, 1e-9, 0.25, True), "baseline_summary": None, "comparisons": {}}, "ship", "latency drifts within the run"),
         ({"needs_counters": True, "counter_completeness": 0.2}, "escalate", "counter completeness 20% on a test whose SLA needs counters"),
         ({"needs_counters": True, "counter_completeness": 0.9}, "ship", "p95"),
         ({"precision_change": ("fp32", "bf16")}, "escalate", "precision changed fp32 -> bf16 without quality evidence"),
@@ -110,6 +112,10 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "layers_changed": ("runtime",)}, "rollback", "p95 regressed"),
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.5}, "rollback", "bound class changed memory -> compute with an efficiency collapse (x0.50)"),
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.95}, "ship", "bound class changed"),
+        # Faster, with less declared work (fp64 -> fp32): efficiency fell, nothing collapsed.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.6, "comparisons": {"p50": comparison("ok", 0.6, 0.55, 0.65, quantile=0.5, improvement=True)}}, "ship", "bound class changed memory -> overhead"),
+        # The same time on half the declared bytes (fp64 -> fp32): a precision change, not a collapse.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.5, "precision_change": ("fp64", "fp32"), "comparisons": {"p50": comparison("ok", 1.05, 0.95, 1.1, quantile=0.5)}}, "escalate", "declared precision changed fp64 -> fp32 without quality evidence"),
         ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
     ],
 )  # fmt: skip

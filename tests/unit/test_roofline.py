@@ -345,6 +345,17 @@ def test_declared_work_round_trips_through_json() -> None:
         DeclaredWork.from_dict({"flops": -1}, where="stored")
 
 
+def test_a_declared_memory_level_is_normalised_kept_and_round_trips() -> None:
+    w = declared_work(1.0, 8.0, "fp64", where=WHERE, memory_level="LLC")
+    assert w.memory_level == "llc"
+    assert DeclaredWork.from_dict(json.loads(json.dumps(w.to_dict()))) == w
+    assert declared_work(1.0, 8.0, "fp64", where=WHERE, memory_level="hbm").memory_level == "dram"
+    # Main memory is the default and is not written, so older records read the same.
+    assert "memory_level" not in work(1.0, 8.0, "fp64").to_dict()
+    with pytest.raises(ConfigError, match=r"t.py::k: memory_level must be one of dram, llc"):
+        declared_work(1.0, 8.0, "fp64", where="t.py::k", memory_level="l3")
+
+
 def test_declared_work_validates_when_built_directly() -> None:
     with pytest.raises(ConfigError, match="DeclaredWork: flops must be >= 0"):
         DeclaredWork(flops=-1.0)

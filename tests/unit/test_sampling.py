@@ -139,12 +139,91 @@ def test_sync_runs_after_every_timed_batch_and_before_warmup() -> None:
 def test_on_start_runs_once_after_warmup() -> None:
     clock = FakeClock()
     events: list[str] = []
-    Sampler(SamplingPolicy(budget_s=0.002, warmup_s=0.001), clock=clock).run(
+    _, samples = Sampler(SamplingPolicy(budget_s=0.002, warmup_s=0.001), clock=clock).run(
         lambda: (events.append("call"), clock.work(1_000_000)),
         on_start=lambda: events.append("start"),
     )
     assert events.count("start") == 1
-    assert events.index("start") == 1  # one warm-up call, then counters start
+    assert events.index("start") == samples.warmup_calls  # warm-up calls, then counters start
+
+
+class SettlingCall:
+    """A call that starts slow and speeds up (cold caches, lazy set-up), with a little jitter.
+
+    Call ``i`` costs ``steady_ns`` plus ``extra_ns`` shrinking linearly to 0 over the first
+    ``settle_calls`` calls (forever when ``settle_calls`` is None: it keeps getting faster).
+    """
+
+    def __init__(
+        self, clock: FakeClock, *, steady_ns: int, extra_ns: int, settle_calls: int | None
+    ) -> None:
+        self.clock = clock
+        self.steady_ns = steady_ns
+        self.extra_ns = extra_ns
+        self.settle_calls = settle_calls
+        self.calls = 0
+
+    def __call__(self) -> None:
+        i = self.calls
+        self.calls += 1
+        if self.settle_calls is None:
+            extra = self.extra_ns * 1000 / (1000 + i)
+        else:
+            extra = self.extra_ns * max(0.0, 1 - i / self.settle_calls)
+        jitter = (i * 7919) % 13  # deterministic, a few ns
+        self.clock.work(int(self.steady_ns + extra + jitter))
+
+
+def test_a_microsecond_call_that_speeds_up_is_sampled_after_it_settles() -> None:
+    from pytest_roofline.stats import drift
+
+    clock = FakeClock()
+    # 1 µs per call once settled, 3 µs at first, settled after 20 000 calls (~40 ms): a fixed
+    # 5 ms warm-up would start sampling while the calls are still twice as slow.
+    fn = SettlingCall(clock, steady_ns=1_000, extra_ns=2_000, settle_calls=20_000)
+    policy = SamplingPolicy(budget_s=0.05, warmup_s=0.005, warmup_max_s=0.5)
+    _, samples = Sampler(policy, clock=clock).run(fn)
+    assert samples.warmup_s > 0.03  # it waited for the calls to settle ...
+    assert samples.warmup_s < 0.06  # ... and not much longer
+    assert samples.samples_s.max() / samples.samples_s.min() < 1.05
+    assert not drift(samples.samples_s).drifting
+
+
+def test_the_same_call_under_a_fixed_warm_up_would_drift() -> None:
+    from pytest_roofline.stats import drift
+
+    # The counterfactual of the test above: warm-up bounded at 5 ms samples the tail of the
+    # speed-up, and the samples trend downwards (what used to escalate a first run).
+    clock = FakeClock()
+    fn = SettlingCall(clock, steady_ns=1_000, extra_ns=2_000, settle_calls=20_000)
+    policy = SamplingPolicy(budget_s=0.05, warmup_s=0.005, warmup_max_s=0.005)
+    _, samples = Sampler(policy, clock=clock).run(fn)
+    assert samples.warmup_s < 0.006
+    assert drift(samples.samples_s).drifting
+
+
+def test_warm_up_stops_at_its_bound_when_the_call_keeps_speeding_up() -> None:
+    clock = FakeClock()
+    fn = SettlingCall(clock, steady_ns=1_000_000, extra_ns=1_000_000_000, settle_calls=None)
+    policy = SamplingPolicy(budget_s=0.01, min_samples=1, warmup_s=0.05, warmup_max_s=0.2)
+    _, samples = Sampler(policy, clock=clock).run(fn)
+    # Bounded: it stops within one call of 0.2 s although the calls are still getting faster.
+    assert 0.2 <= samples.warmup_s < 0.2 + samples.samples_s.max() * 10
+
+
+def test_a_steady_call_ends_warm_up_at_the_minimum_time() -> None:
+    clock = FakeClock()
+    policy = SamplingPolicy(budget_s=0.01, warmup_s=0.01, warmup_max_s=1.0)
+    _, samples = Sampler(policy, clock=clock).run(lambda: clock.work(1_000_000))
+    assert samples.warmup_s == pytest.approx(0.01)
+    assert samples.warmup_calls == 10
+
+
+def test_a_zero_warm_up_makes_one_call() -> None:
+    clock = FakeClock()
+    policy = SamplingPolicy(budget_s=0.01, warmup_s=0, warmup_max_s=1.0)
+    _, samples = Sampler(policy, clock=clock).run(lambda: clock.work(1_000_000))
+    assert samples.warmup_calls == 1
 
 
 @pytest.mark.parametrize(
@@ -152,6 +231,7 @@ def test_on_start_runs_once_after_warmup() -> None:
     [
         ({"budget_s": -1.0}, "budget_s"),
         ({"warmup_s": float("nan")}, "warmup_s"),
+        ({"warmup_max_s": -1.0}, "warmup_max_s"),
         ({"min_samples": 0}, "min_samples"),
         ({"min_samples": 10, "max_samples": 5}, "max_samples"),
     ],
