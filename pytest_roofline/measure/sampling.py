@@ -256,8 +256,8 @@ class Sampler:
         The warm-up is cut into windows of ``warmup_s / 2``; it ends at the first window boundary
         past ``warmup_s`` where the median call of the last window is not a new low, i.e. not
         more than ``warmup_tolerance`` below every earlier window's median (the calls have
-        stopped getting faster), and at ``warmup_max_s`` at the latest (DESIGN 4: a time- or
-        change-point-based warm-up). Under noise alone a window sets a new low with a
+        stopped getting faster), and at ``warmup_max_s`` at the latest (a time- or change-point-based
+        warm-up, as the design asks). Under noise alone a window sets a new low with a
         probability that falls like 1/k with the k windows before it, so a settled call stops
         within a window or two; a steady speed-up keeps setting lows and keeps warming up.
         Without it, a test whose first tens of milliseconds run slow (caches, page faults,
