@@ -593,9 +593,14 @@ class RooflineSession:
                 confirmation=found[nodeid],
             )
             self.records[nodeid] = record
-            log(f"{nodeid}: {found[nodeid].state}; {(record.decision or 'ship').upper()}")
-            if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
-                failing += 1
+            fails = record.decision is not None and fails_run(
+                record.decision, self.settings.gate_on
+            )
+            log(
+                f"{nodeid}: {found[nodeid].state}; {(record.decision or 'ship').upper()}"
+                + (" (fails the run)" if fails else "")
+            )
+            failing += fails
         return failing
 
     def _finish_canary(self) -> CanarySummary | None:

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from pytest_roofline.model.document import TestRecord
+from pytest_roofline.model.document import QuantileChange, TestRecord
 from pytest_roofline.text import terminal_safe
 from pytest_roofline.units import format_seconds, si
 
@@ -20,12 +20,14 @@ __all__ = [
     "KEEP_FASTER_ADVICE",
     "code_spans",
     "decision_name",
+    "evidence_lines",
     "format_interval",
     "format_percent",
     "format_ratio",
     "format_seconds",
     "got_faster",
     "id_parts",
+    "outcome_text",
     "review_key",
     "review_order",
     "si",
@@ -124,3 +126,78 @@ def id_parts(nodeid: str) -> tuple[str, ...]:
 
 _PATH_BREAKS = re.compile(r"(?<=/)|(?<=::)")
 _PARAM_BREAKS = re.compile(r"(?<=-)|(?<=::)")
+
+
+_MARGIN_SOURCE = {
+    "min_effect": "gate.min_effect",
+    "history": "the label's history noise floor",
+    "cap": "capped at gate.max_margin",
+}
+_STOP = {
+    "decisive": "decided",
+    "budget": "budget spent",
+    "cap": "UNKNOWN until the sampling cap",
+    "max_samples": "max_samples reached",
+}
+
+
+def outcome_text(change: QuantileChange) -> str:
+    """The three-way outcome of one comparison (``DIFFERENT``/``SAME``/``UNKNOWN``, and
+    ``improved``), or the verdict of a document older than the three-way rule."""
+    if change.outcome is None:
+        return change.verdict or ""
+    if change.verdict == "insufficient":
+        return "not assessed (too few samples)"
+    word = change.outcome.upper()
+    return f"{word}, improved" if change.improvement else word
+
+
+def _quantile_evidence(name: str, change: QuantileChange) -> str:
+    text = f"{name} {outcome_text(change)} {format_ratio(change.ratio)}"
+    interval = format_interval(change.ci_low, change.ci_high)
+    if interval:
+        text += f" {interval}"
+    if change.delta is not None and math.isfinite(change.delta):
+        source = _MARGIN_SOURCE.get(change.margin_source or "", change.margin_source)
+        text += f", margin +{change.delta:.0%}" + (f" from {source}" if source else "")
+    return text
+
+
+def evidence_lines(test: TestRecord) -> tuple[str, ...]:
+    """What the decision of ``test`` rests on, one line each: every gated quantile's outcome and
+    margin, the host canary's state, the paired confirmation, and why sampling stopped.
+
+    Empty for a document older than the three-way rule (its renderings stay as they were).
+    """
+    changes = test.change or {}
+    if not any(c.outcome is not None for c in changes.values()) and test.host is None:
+        return ()
+    lines = [_quantile_evidence(name, changes[name]) for name in sorted(changes)]
+    host = test.host
+    if host is not None and host.state:
+        text = f"host {host.state}"
+        if host.remeasured:
+            text += f" (measured again after a disturbed window; {host.windows} windows)"
+        if host.state == "disturbed" and host.reason:
+            text += f": {host.reason.removeprefix('host disturbed ')}"
+        if host.host_shift:
+            text += f"; slower than at the baseline: {host.host_shift}"
+        lines.append(text)
+    confirmation = test.confirmation
+    if confirmation is not None and confirmation.state:
+        text = f"paired confirmation {confirmation.state}"
+        details = []
+        if confirmation.pairs is not None:
+            details.append(f"{confirmation.pairs} window pairs")
+        if confirmation.pairs_dropped:
+            details.append(f"{confirmation.pairs_dropped} dropped for a disturbed host")
+        if confirmation.stop:
+            details.append(f"stopped: {confirmation.stop}")
+        if details:
+            text += f" ({', '.join(details)})"
+        if confirmation.state == "unavailable" and confirmation.reason:
+            text += f": {confirmation.reason}"
+        lines.append(text)
+    if test.stop_reason:
+        lines.append(f"sampling stopped: {_STOP.get(test.stop_reason, test.stop_reason)}")
+    return tuple(lines)

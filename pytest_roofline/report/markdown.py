@@ -18,8 +18,10 @@ from pytest_roofline.report.format import (
     DECISION_ORDER,
     code_spans,
     decision_name,
+    evidence_lines,
     format_interval,
     format_ratio,
+    outcome_text,
     review_order,
 )
 
@@ -76,7 +78,7 @@ def _ratio(test: TestRecord, q: str) -> str:
         return "no baseline" if test.baseline is None else "n/a"
     text = format_ratio(comp.ratio)
     interval = format_interval(comp.ci_low, comp.ci_high)
-    return " ".join(escape(part) for part in (text, interval, comp.verdict or "") if part)
+    return " ".join(escape(part) for part in (text, interval, outcome_text(comp)) if part)
 
 
 def _owner(test: TestRecord) -> str:
@@ -86,7 +88,12 @@ def _owner(test: TestRecord) -> str:
 
 def _first_reason(test: TestRecord) -> str:
     reasons = [r for r in test.reasons if r]
-    return escape(reasons[0]) if reasons else ""
+    text = escape(reasons[0]) if reasons else ""
+    # The quantiles have their own columns; the host, the confirmation and the stop follow.
+    rest = [line for line in evidence_lines(test) if not line.startswith(("p50 ", "p95 ", "p99 "))]
+    if rest:
+        text += "<br>" + escape("; ".join(rest))
+    return text
 
 
 def _headline(document: RunDocument) -> list[str]:

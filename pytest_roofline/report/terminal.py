@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.report.format import (
     KEEP_FASTER_ADVICE,
+    evidence_lines,
     format_seconds,
     got_faster,
     review_order,
@@ -60,6 +61,8 @@ def memo_text(test: TestRecord) -> str:
     if got_faster(test):
         # An improvement that escalated: reverting it is not the question.
         boundary = f"nothing to revert: the test got faster. {KEEP_FASTER_ADVICE}"
+    for line in evidence_lines(test):
+        lines.append(f"Evidence:  {line}")
     lines += [
         f"Owner:     {owners}",
         f"Rollback:  {boundary}",
@@ -105,6 +108,9 @@ def render_terminal(
             emit(_line(test))
             for reason in test.reasons[: 3 if verbosity > 0 else 1]:
                 emit(f"    {reason}")
+            evidence = evidence_lines(test)
+            if evidence:
+                emit(f"    evidence: {'; '.join(evidence)}")
     if verbosity >= 0:
         for test in ordered:
             if test.decision not in ("rollback", "escalate"):

@@ -414,3 +414,58 @@ def test_compare_of_runs_with_no_test_in_common_escalates_and_prints_what_to_do(
     assert "next: Check that this run selected the baseline's tests" in out
     text = summary.read_text(encoding="utf-8")
     assert "every SLA holds" not in text and "**Next step:**" in text
+
+
+# --------------------------------------------------------------------------- what a decision rests on
+def _escalated_on_a_disturbed_host() -> dict[str, Any]:
+    document = make_document(3, seed=6)
+    test = document["tests"][0]
+    test["decision"] = "escalate"
+    for name, change in test["change"].items():
+        change["outcome"] = "different" if name == "p95" else "same"
+        change["margin_source"] = "history"
+    test["host"] = {
+        "state": "disturbed",
+        "reason": "host disturbed around the test: python canary x1.52 its session level",
+        "remeasured": True,
+        "windows": 2,
+    }
+    test["confirmation"] = {
+        "state": "inconclusive",
+        "reason": "paired rounds against the baseline's commit: p50 UNKNOWN",
+        "pairs": 16,
+        "pairs_dropped": 3,
+        "stop": "max_pairs",
+    }
+    test["stop_reason"] = "cap"
+    return document
+
+
+def test_every_renderer_says_what_an_escalation_rests_on() -> None:
+    document = _escalated_on_a_disturbed_host()
+    nodeid = document["tests"][0]["nodeid"]
+    parsed = RunDocument.read(document)
+    memo = memo_text(parsed.tests[0])
+    assert "Evidence:  p95 DIFFERENT" in memo
+    assert "from the label's history noise floor" in memo
+    assert "Evidence:  host disturbed (measured again after a disturbed window; 2 windows)" in memo
+    assert "paired confirmation inconclusive (16 window pairs, 3 dropped" in memo
+    assert "sampling stopped: UNKNOWN until the sampling cap" in memo
+    terminal = _terminal(parsed)
+    assert "evidence: p95 DIFFERENT" in terminal and "p99 SAME" in terminal
+    markdown = render_markdown(parsed)
+    row = next(line for line in markdown.splitlines() if escape(nodeid) in line)
+    assert "DIFFERENT" in row and "host disturbed" in row and "paired confirmation" in row
+    page = _page(document)
+    article = next(m for m in page.find_all("article", cls="memo") if nodeid in m.text)
+    assert "Host canary" in article.text and "Paired confirmation" in article.text
+    assert "DIFFERENT (margin" in article.text
+
+
+def test_a_document_from_before_the_three_way_rule_shows_no_evidence_lines() -> None:
+    document = make_document(3, seed=6)
+    for test in document["tests"]:
+        for change in (test.get("change") or {}).values():
+            change.pop("outcome", None)
+    record = RunDocument.read(document).tests[0]
+    assert "Evidence:" not in memo_text(record)

@@ -7,12 +7,14 @@ from pytest_roofline.report.charts.latency import ecdf_chart, timeline_chart
 from pytest_roofline.report.format import (
     KEEP_FASTER_ADVICE,
     decision_name,
+    evidence_lines,
     format_interval,
     format_percent,
     format_ratio,
     format_seconds,
     got_faster,
     id_parts,
+    outcome_text,
     si,
 )
 from pytest_roofline.report.html.table import ratio_strip
@@ -24,7 +26,8 @@ __all__ = ["memo"]
 def _metric_facts(test: TestRecord) -> list[Fact]:
     change = test.change or {}
     facts = []
-    for q in ("p95", "p99"):
+    # p50 is gated since the three-way rule; a document from before it compared p95 and p99.
+    for q in ("p50", "p95", "p99") if "p50" in change else ("p95", "p99"):
         comp = change.get(q)
         cand_s = test.quantile_s(q)
         base_s = getattr(test.baseline, f"{q}_s") if test.baseline is not None else None
@@ -34,8 +37,11 @@ def _metric_facts(test: TestRecord) -> list[Fact]:
         verdict = comp.verdict or "no verdict"
         value = (
             f"{format_seconds(base_s)} → {format_seconds(cand_s)}: "
-            f"{format_ratio(comp.ratio)} {format_interval(comp.ci_low, comp.ci_high)}, {verdict}"
+            f"{format_ratio(comp.ratio)} {format_interval(comp.ci_low, comp.ci_high)}, "
+            f"{outcome_text(comp) or verdict}"
         )
+        if comp.outcome is not None and comp.delta is not None:
+            value += f" (margin +{comp.delta:.0%}, from {comp.margin_source or 'n/a'})"
         facts.append(Fact(q, value, f"v-{verdict.replace(' ', '-')}"))
     return facts
 
@@ -193,6 +199,11 @@ def _evidence(test: TestRecord) -> tuple[Fact, ...]:
                 "sla-breach" if check.status not in (None, "ok", "met") else "",
             )
         )
+    for line in evidence_lines(test):
+        name, _, rest = line.partition(" ")
+        if name in ("host", "paired", "sampling"):
+            label = {"host": "Host canary", "paired": "Paired confirmation", "sampling": "Sampling"}
+            facts.append(Fact(label[name], rest))
     for violation in test.sla.violations:
         facts.append(Fact("SLA breach", violation, "sla-breach"))
     for name, quality in sorted(test.quality.items()):
