@@ -158,9 +158,6 @@ EXPECTED: tuple[Expected, ...] = (
         "a tail regression: 1.25% of calls are 16 times slower, so p99 grows many-fold "
         "while p95 holds and the mean moves by about a fifth; reproduced on replay",
         quiet_host_only=True,
-        pending="today's gate widens a quantile's margin to the test's own minimum detectable "
-        "effect, so a p99 x4.85 measured on 390 samples was 'ruled out' against a margin of "
-        "+1149% and shipped (DESIGN 6: capped margins, a >= 3x slowdown never ships)",
     ),
     Expected(
         "candidate", "test_norms.py::test_layer_norm[r1024xc4096]", "layernorm-fp32", "escalate",

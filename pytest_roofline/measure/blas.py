@@ -167,7 +167,8 @@ def blas_oversubscription(
     if not problems:
         return None
     return (
-        "; ".join(problems)
+        # numpy and scipy may each load their own OpenBLAS: one line per distinct finding.
+        "; ".join(dict.fromkeys(problems))
         + ": a multi-threaded BLAS call waits for its slowest thread, so when another process "
         "holds a CPU one call can take 100x longer (an unchanged 2-thread 128² GEMM went from "
         f"67 µs to 16-24 ms on a shared 2-vCPU VM). Use {BLAS_THREADS_OPTION}=1 (recorded as a "

@@ -225,11 +225,10 @@ class RooflineSession:
             self.tags[BLAS_THREADS_TAG] = str(threads)
             return
         if self.is_controller:
+            # Shown in the summary and recorded with the run, not raised as a warning: it
+            # depends on the load of the moment, and under ``-W error`` (or a filterwarnings
+            # error entry) a warning at configure time stops pytest with an internal error.
             self.blas_warning = check_blas_oversubscription()
-            if self.blas_warning is not None:
-                self.config.issue_config_time_warning(
-                    RooflineWarning(self.blas_warning), stacklevel=2
-                )
 
     def close(self) -> None:
         if self._blas is not None:
@@ -729,6 +728,8 @@ class RooflineSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.document is None:
             return
+        if self.blas_warning is not None:
+            self._files.insert(0, f"roofline: note: {self.blas_warning}")
         if not self.settings.summary:
             for line in self._files:
                 terminalreporter.write_line(terminal_safe(line))

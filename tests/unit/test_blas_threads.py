@@ -41,6 +41,12 @@ def test_two_openblas_threads_on_two_busy_cpus_are_called_out_with_the_figures()
     assert "--roofline-blas-threads=1" in message
 
 
+def test_numpy_and_scipy_each_loading_openblas_are_named_once() -> None:
+    message = check_blas_oversubscription(info=[info(2), info(2)], cpus=2, load_average=lambda: 2.8)
+    assert message is not None
+    assert message.count("OpenBLAS uses 2 threads") == 1
+
+
 def test_one_blas_thread_is_never_oversubscribed() -> None:
     assert check_blas_oversubscription(info=[info(1)], cpus=2, load_average=lambda: 5.0) is None
 
