@@ -420,6 +420,26 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot read the result store: {exc}") from exc
 
+    def samples_of(self, nodeid: str, run_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The raw samples of test ``nodeid`` in each of ``run_ids`` that has a readable row.
+
+        A run without the test, or whose row cannot be read, is left out (no error): the caller
+        compares what there is and says so.
+        """
+        found: dict[int, np.ndarray] = {}
+        for run_id in dict.fromkeys(run_ids):
+            rows = self._read(
+                "SELECT samples FROM results WHERE run_id = ? AND nodeid = ?",
+                (run_id, _to_sql(nodeid)),
+            )
+            if not rows:
+                continue
+            try:
+                found[run_id] = samples_from_blob(rows[0][0], where=f"run {run_id}")
+            except StoreError:
+                continue
+        return found
+
     def load_baseline(self, label: str, *, history: int = 10) -> Baseline:
         """The latest run under ``label`` and up to ``history`` earlier ones.
 
