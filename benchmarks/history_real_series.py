@@ -17,8 +17,14 @@ ratio seen. The runs are measured for real on this machine, with its noise.
 Then ``pytest-roofline history --label=main --store=WORKDIR/store.sqlite --json=...``
 analyses it (``docs/history.md`` has the commands and the tables).
 
+With ``--analyse`` it makes no runs but reads the store back (:meth:`Store.series`) and reports,
+per test and quantile, what :func:`~pytest_roofline.gate.steps.analyse_test` finds on the whole
+series and, as CI sees it, on every prefix of the runs (one per run landing): the first prefix
+that shows the injected change (a confirmed step upwards at or after it, or a drift beyond the
+margin), and new confirmed steps elsewhere (false steps).
+
 Usage: python benchmarks/history_real_series.py WORKDIR [--runs 40] [--step-at 20]
-       [--drift-from 10] [--step 0.05] [--drift 0.01] [--budget 0.25]
+       [--drift-from 10] [--step 0.05] [--drift 0.01] [--budget 0.25] [--analyse]
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 SUITE = """
 import json
@@ -93,7 +101,10 @@ def main() -> int:
     parser.add_argument(
         "--start", type=int, default=0, help="continue an interrupted series at this run"
     )
+    parser.add_argument("--analyse", action="store_true", help="analyse WORKDIR's store only")
     args = parser.parse_args()
+    if args.analyse:
+        return analyse(args.workdir, args.step_at, args.drift_from)
 
     work: Path = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -147,6 +158,80 @@ def main() -> int:
     print(
         f"{args.runs} runs in {time.perf_counter() - started:.0f} s; store {work / 'store.sqlite'}"
     )
+    return 0
+
+
+def analyse(work: Path, step_at: int, drift_from: int) -> int:
+    """Whole-series and per-prefix findings of the real series (see the module docstring)."""
+    from dataclasses import replace
+
+    from pytest_roofline.config.defaults import DEFAULTS
+    from pytest_roofline.config.settings import DEFAULT_LAYERS
+    from pytest_roofline.gate.steps import HistorySettings, analyse_test
+    from pytest_roofline.store import Store
+    from pytest_roofline.store.series import LabelSeries
+
+    onsets = {"test_series.py::test_step": step_at, "test_series.py::test_drift": drift_from}
+    print(
+        "| test | quantile | per-run log sd (before onset) | whole series: confirmed steps (index, size) | drift beyond margin | first prefix showing the change (delay, runs) | new false steps /100 runs as CI sees it |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    with Store.open(work / "store.sqlite", create=False) as store:
+        series = store.series("main")
+        for nodeid, test in sorted(series.tests.items()):
+            onset = onsets.get(nodeid)
+            for quantile in ("p50", "p95", "p99"):
+                settings = HistorySettings(quantile=quantile, margin=DEFAULTS.min_effect[quantile])
+                values = np.log(test.quantile_s(quantile))
+                sd = float(np.std(values[: onset if onset else len(values)], ddof=1))
+                whole = analyse_test(
+                    nodeid, test, series.runs, settings, store.samples_of, DEFAULT_LAYERS
+                )
+                steps = (
+                    ", ".join(f"{s.index} ({(s.ratio or 0) - 1:+.0%})" for s in whole.confirmed)
+                    or "none"
+                )
+                drift = (
+                    "none"
+                    if whole.drift is None
+                    else f"{whole.drift.ratio - 1:+.0%} since index {whole.drift.since_index}"
+                )
+                first, false, known = None, 0, set()
+                for n in range(6, len(series.runs) + 1):
+                    prefix = LabelSeries(
+                        series.label,
+                        series.runs[:n],
+                        {
+                            nodeid: replace(
+                                test,
+                                values={k: v[:n] for k, v in test.values.items()},
+                                bound_codes=test.bound_codes[:n],
+                            )
+                        },
+                    )
+                    found = analyse_test(
+                        nodeid,
+                        prefix.tests[nodeid],
+                        prefix.runs,
+                        settings,
+                        store.samples_of,
+                        DEFAULT_LAYERS,
+                    )
+                    for s in found.confirmed:
+                        hit = onset is not None and s.index >= onset - 2 and (s.ratio or 0) > 1
+                        if hit and first is None:
+                            first = n - 1 - onset
+                        if not hit and not any(abs(s.index - i) <= 1 for i in known):
+                            false += 1
+                        known.add(s.index)
+                    drifting = found.drift is not None and found.drift.ratio > 1
+                    if onset is not None and first is None and drifting and n - 1 >= onset:
+                        first = n - 1 - onset
+                shown = "-" if onset is None else ("not shown" if first is None else str(first))
+                per100 = 100 * false / len(series.runs)
+                print(
+                    f"| {nodeid.split('::')[1]} | {quantile} | {sd:.3f} | {steps} | {drift} | {shown} | {per100:.1f} |"
+                )
     return 0
 
 

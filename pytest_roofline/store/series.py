@@ -371,11 +371,24 @@ def _json(text: object) -> object:
 
 
 def _decoded(
-    run_id: int, nodeids_text: object, blob: object, where: str
+    run_id: int,
+    nodeids_text: object,
+    blob: object,
+    where: str,
+    names: dict[object, list[str] | None],
 ) -> tuple[list[str], FloatArray] | str:
-    """A stored row's node ids and matrix, or why they cannot be read."""
-    nodeids = _json(nodeids_text)
-    if not isinstance(nodeids, list) or not all(isinstance(n, str) for n in nodeids):
+    """A stored row's node ids and matrix, or why they cannot be read.
+
+    ``names`` caches the decoded node-id lists by their text: consecutive runs of a suite
+    usually hold the same tests, and decoding and checking 1000 lists of 1000 names was most
+    of a whole-label query's time.
+    """
+    if nodeids_text not in names:
+        parsed = _json(nodeids_text)
+        ok = isinstance(parsed, list) and all(isinstance(n, str) for n in parsed)
+        names[nodeids_text] = parsed if ok else None  # type: ignore[assignment]
+    nodeids = names[nodeids_text]
+    if nodeids is None:
         return f"{where}: run {run_id}: series row: nodeids is not a JSON list of strings"
     if not isinstance(blob, bytes) or len(blob) != 8 * _WIDTH * len(nodeids):
         return (
@@ -410,7 +423,8 @@ def query_series(
     row_of: dict[str, int] = (
         {} if nodeids is None else {n: i for i, n in enumerate(sorted(wanted or ()))}
     )
-    index_cache: dict[str, npt.NDArray[np.int64]] = {}
+    index_cache: dict[object, npt.NDArray[np.int64]] = {}
+    names: dict[object, list[str] | None] = {}
     runs: list[SeriesRun] = []
     cells: list[tuple[int, npt.NDArray[np.int64], FloatArray]] = []
     for index, row in enumerate(db.execute(sql, (to_sql(label),)).fetchall()):
@@ -423,11 +437,11 @@ def query_series(
             blob = np.ascontiguousarray(computed.numbers, dtype="<f8").tobytes()
         tags = _json(tags_text)
         if problem is None and nodeids_text is not None:
-            decoded = _decoded(run_id, nodeids_text, blob, where)
+            decoded = _decoded(run_id, nodeids_text, blob, where, names)
             if isinstance(decoded, str):
                 problem = decoded
             else:
-                key = nodeids_text if isinstance(nodeids_text, str) else repr(nodeids_text)
+                key = nodeids_text
                 idx = index_cache.get(key)
                 if idx is None:
                     idx = np.array(
@@ -458,10 +472,13 @@ def query_series(
                 problem=problem,
             )
         )
-    table = np.full((_WIDTH, len(row_of), len(runs)), np.nan)
+    # Filled run by run (each run's block contiguous), then laid out test by test once.
+    by_run = np.full((len(runs), _WIDTH, len(row_of)), np.nan)
     for column, idx, numbers in cells:
         keep = idx >= 0
-        table[:, idx[keep], column] = numbers[keep].T
+        by_run[column][:, idx[keep]] = numbers[keep].T
+    table = np.ascontiguousarray(by_run.transpose(1, 2, 0))
+    del by_run
     tests = {
         nodeid: TestSeries(
             nodeid=nodeid,
