@@ -40,11 +40,24 @@ from pytest_roofline.gate.steps import (
     TestHistory,
     analyse_label,
 )
+from pytest_roofline.report.html.trend import TrendMark, TrendStrip, trend_page
 from pytest_roofline.stats.changepoint import DEFAULT_MAX_P_VALUE, DEFAULT_WINDOW
-from pytest_roofline.store.series import SERIES_QUANTILES, LabelSeries, SeriesRun
+from pytest_roofline.store.series import (
+    SERIES_QUANTILES,
+    FloatArray,
+    LabelSeries,
+    SeriesRun,
+    TestSeries,
+)
 from pytest_roofline.text import shown, terminal_safe
 
-__all__ = ["add_history_options", "cmd_history", "history_document", "history_lines"]
+__all__ = [
+    "add_history_options",
+    "cmd_history",
+    "history_document",
+    "history_lines",
+    "trend_strip_of",
+]
 
 
 def add_history_options(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +67,18 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--label", required=True, help="the label whose runs form the history")
     parser.add_argument("--json", metavar="OUT", help="write the change points as JSON")
+    parser.add_argument(
+        "--html",
+        metavar="OUT",
+        help="write a page of trend strips (p50/p95/p99 over the last --last runs, steps marked)",
+    )
+    parser.add_argument(
+        "--last",
+        type=int,
+        default=30,
+        metavar="RUNS",
+        help="runs shown in each trend strip of --html (default 30)",
+    )
     parser.add_argument(
         "--quantile",
         choices=tuple(SERIES_QUANTILES),
@@ -223,6 +248,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     check_label(args.label, where="--label")
     if not 0.0 < args.max_p_value < 1.0:
         raise CliError(f"--max-p-value must be in (0, 1); got {args.max_p_value}")
+    if args.last < 2:
+        raise CliError(f"--last must be at least 2 runs; got {args.last}")
     if args.window < 12:
         raise CliError(f"--window must be at least 12 runs; got {args.window}")
     margin = (
@@ -248,6 +275,15 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         _write_text(args.json, json.dumps(document, indent=2, allow_nan=False) + "\n")
         print(terminal_safe(f"wrote JSON to {args.json}"))
+    if args.html:
+        by_id = {t.nodeid: t for t in tests}
+        strips = [
+            trend_strip_of(test, series.runs, by_id.get(nodeid), last=args.last)
+            for nodeid, test in sorted(series.tests.items())
+        ]
+        lines = history_lines(args.label, args.quantile, series, tests, margin)
+        _write_text(args.html, trend_page(f"History of {args.label}", strips, lines))
+        print(terminal_safe(f"wrote HTML to {args.html}"))
     for line in history_lines(args.label, args.quantile, series, tests, margin):
         print(line)
     return EXIT_OK
@@ -256,3 +292,54 @@ def cmd_history(args: argparse.Namespace) -> int:
 def _layers() -> Mapping[str, Sequence[str]]:
     """The revision-tag layers attribution uses: the defaults (``docs/configuration.md``)."""
     return DEFAULT_LAYERS
+
+
+def trend_strip_of(
+    test: TestSeries, runs: Sequence[SeriesRun], history: TestHistory | None, *, last: int = 30
+) -> TrendStrip:
+    """The trend strip of one test over the last ``last`` runs: its quantiles with intervals,
+    the steps ``history`` found (positions within the strip) and the bound-class changes."""
+    start = max(0, len(runs) - last)
+    shown = runs[start:]
+
+    def column(values: FloatArray) -> tuple[float | None, ...]:
+        return tuple(float(v) if math.isfinite(v) else None for v in values[start:])
+
+    values, lows, highs = {}, {}, {}
+    for name in SERIES_QUANTILES:
+        low, high = test.interval_s(name)
+        values[name] = column(test.quantile_s(name))
+        lows[name], highs[name] = column(low), column(high)
+    marks: list[TrendMark] = []
+    for step in history.steps if history is not None else ():
+        if step.index >= start:
+            state = "" if step.confirmed else " (not confirmed)"
+            marks.append(
+                TrendMark(
+                    step.index - start,
+                    "step",
+                    f"{step.quantile} step {_percent(step.ratio)} "
+                    f"{_interval(step.ci_low, step.ci_high)}{state} at run #{step.run_id}, "
+                    f"commits {_commit(step.commit_before)}..{_commit(step.commit_after)}",
+                )
+            )
+    bounds = test.bounds[start:]
+    previous = None
+    for i, bound in enumerate(bounds):
+        if bound is None:
+            continue
+        if previous is not None and bound != previous:
+            marks.append(
+                TrendMark(
+                    i, "bound", f"bound class {previous} -> {bound} at run #{shown[i].run_id}"
+                )
+            )
+        previous = bound
+    return TrendStrip(
+        nodeid=test.nodeid,
+        run_labels=tuple(f"#{run.run_id}" for run in shown),
+        values_s=values,
+        low_s=lows,
+        high_s=highs,
+        marks=tuple(marks),
+    )
