@@ -131,7 +131,7 @@ def trend_strip_html(strip: TrendStrip) -> str:
 
 def trend_page(title: str, strips: Sequence[TrendStrip], lines: Sequence[str] = ()) -> str:
     """A small self-contained page of strips (``pytest-roofline history --html``)."""
-    head = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    head = f"<pre>{html.escape(chr(10).join(lines))}</pre>" if lines else ""
     body = "".join(trend_strip_html(s) for s in strips) or "<p>no tests</p>"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
