@@ -255,7 +255,12 @@ class Store:
         The run's rows of the per-test series (:mod:`~pytest_roofline.store.series`) are saved
         in the same transaction; they are computed before it, so the lock is held no longer.
         """
-        series_rows = run_rows(record, results)
+        try:
+            series_rows = run_rows(record, results)
+        except (ValueError, ArithmeticError) as exc:  # derived data never costs a save
+            series_rows = problem_rows(
+                f"{self.path}: the run's series could not be computed: {exc}"
+            )
         try:
             with self._write() as db:
                 cursor = db.execute(
