@@ -9,6 +9,7 @@ Subcommands (``pytest-roofline SUBCOMMAND --help`` for each):
 ``import``     read a run from our JSON or from pytest-benchmark JSON (with raw data)
 ``calibrate``  measure (or show the cached) roofs of this host
 ``ab``         measure a git revision (baseline) and the current tree in alternating rounds
+``history``    change points per test over a label's runs, confirmed and attributed
 
 Exit status (:mod:`pytest_roofline.exits`): 0 success or ship; 1 rollback (and escalate under
 ``--gate escalate``); 2 a usage or data error, with a message on stderr naming the problem (never
@@ -37,6 +38,7 @@ from pytest_roofline.cli.commands import (
     cmd_runs,
     format_roofs,
 )
+from pytest_roofline.cli.history import add_history_options, cmd_history
 from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, pytest_benchmark_run
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.config.labels import check_nonempty
@@ -104,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
             "measure a git revision and the current tree in alternating rounds, and gate",
             cmd_ab,
         ),
+        ("history", "change points per test over a label's runs", cmd_history),
     ]
     made = {}
     for name, summary, func in commands:
@@ -140,6 +143,8 @@ def _parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="measure again even if a calibration is cached"
     )
     _ab_options(made["ab"])
+    add_history_options(made["history"])
+    _store_option(made["history"])
     return parser
 
 

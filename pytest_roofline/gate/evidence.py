@@ -29,6 +29,7 @@ import numpy as np
 from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
+from pytest_roofline.gate.history import HistoryDrift, label_drift, level_segments
 from pytest_roofline.gate.looks import decided_at_look, final_boundary, session_plan
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.hostwatch import HostState
@@ -110,16 +111,24 @@ class BaselineEntry:
     declared: DeclaredWork | None
     quality: Mapping[str, QualityRecord]
     history_samples: tuple[np.ndarray, ...] = ()
+    # The git_commit of each baseline run, aligned with [*history_samples, samples_s].
+    commits: tuple[str | None, ...] = ()
 
     @classmethod
-    def of(cls, result: TestResult, history: Sequence[np.ndarray] = ()) -> BaselineEntry:
-        """The entry of the baseline's result of a test, and earlier runs' samples."""
+    def of(
+        cls,
+        result: TestResult,
+        history: Sequence[np.ndarray] = (),
+        commits: Sequence[str | None] = (),
+    ) -> BaselineEntry:
+        """The entry of the baseline's result of a test, earlier runs' samples and commits."""
         measurement = result.measurement
         return cls(
             samples_s=measurement.samples_s,
             declared=measurement.declared,
             quality={q.name: q for q in measurement.quality},
             history_samples=tuple(history),
+            commits=tuple(commits),
         )
 
 
@@ -233,6 +242,8 @@ class TestEvidence:
     design: str = "two-run"
     host: HostCheck | None = None
     confirmation: Confirmation | None = None
+    # The label's drift since its last step, with this run, beyond the margin (gate.history).
+    history_drift: HistoryDrift | None = None
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -244,7 +255,8 @@ def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMar
     result = {}
     for name in GATED_QUANTILES:
         q = QUANTILES[name]
-        per_run = [float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size]
+        # The label's steps taken out (gate.history): a floor computed across a step is the step.
+        per_run = level_segments([float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size])
         floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q), robust=True)
         result[name] = stats.gate_margin(
             context.min_effect.get(name, 0.0), floor, max_margin=context.max_margin
@@ -590,4 +602,15 @@ def evaluate(
         if watched is not None
         else None,
         confirmation=confirmation,
+        history_drift=label_drift(
+            [*entry.history_samples, entry.samples_s],
+            samples / common_mode,
+            {name: QUANTILES[name] for name in GATED_QUANTILES},
+            # The user's smallest effect, not the noise-widened margin: Sen's interval already
+            # carries the run-to-run noise, and the margin would count it twice.
+            {name: context.min_effect.get(name, 0.0) for name in GATED_QUANTILES},
+            entry.commits,
+        )
+        if entry is not None and entry.history_samples and entry.samples_s.size
+        else None,
     )

@@ -317,6 +317,8 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(f"{name} improved {_ci(c)}")
         else:
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
+    if e.history_drift is not None and not rollback:  # slow drift across merged runs
+        (escalate if e.history_drift.new else notes).append(e.history_drift.reason)
 
     for check in e.sla:
         if check.status == "breach":

@@ -156,6 +156,11 @@ def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
         nodeid: BaselineEntry.of(
             stored_result(stored),
             [run.results[nodeid].samples_s for run in older if nodeid in run.results],
+            [
+                run.record.tags.get("git_commit")
+                for run in (*older, baseline.latest)
+                if nodeid in run.results
+            ],
         )
         for nodeid, stored in baseline.latest.results.items()
     }

@@ -38,7 +38,19 @@ from pytest_roofline.store.checks import (
     samples_from_blob,
 )
 from pytest_roofline.store.records import Baseline, RunRecord, StoredResult, StoredRun
-from pytest_roofline.text import is_utf8, shown
+from pytest_roofline.store.series import (
+    SERIES_SCHEMA,
+    LabelSeries,
+    SeriesRows,
+    missing_runs,
+    problem_rows,
+    query_series,
+    run_rows,
+    write_rows,
+)
+from pytest_roofline.store.sqltext import from_sql as _from_sql
+from pytest_roofline.store.sqltext import to_sql as _to_sql
+from pytest_roofline.text import shown
 
 __all__ = ["STORE_SCHEMA_VERSION", "Store"]
 
@@ -46,7 +58,8 @@ STORE_SCHEMA_VERSION = 1
 _APPLICATION_ID = 0x52464C31  # "RFL1": tells our stores apart from any other SQLite file
 _BUSY_TIMEOUT_MS = 60_000
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     label TEXT,
@@ -73,20 +86,8 @@ CREATE TABLE IF NOT EXISTS calibrations (
     payload TEXT NOT NULL
 );
 """
-
-
-def _to_sql(text: str | None) -> str | bytes | None:
-    """Text for a TEXT column: as is when it is UTF-8, else its exact bytes (surrogates kept)."""
-    if text is None or is_utf8(text):
-        return text
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _from_sql(value: object) -> str:
-    """Text read back from a column written by :func:`_to_sql`."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogatepass")
-    return str(value)
+    + SERIES_SCHEMA
+)
 
 
 def _filesystem_problem(path: Path) -> str | None:
@@ -249,7 +250,17 @@ class Store:
 
     # -- runs ------------------------------------------------------------------------------
     def save_run(self, record: RunRecord, results: Sequence[StoredResult]) -> int:
-        """Save a run and all its results in one transaction; return the run id."""
+        """Save a run and all its results in one transaction; return the run id.
+
+        The run's rows of the per-test series (:mod:`~pytest_roofline.store.series`) are saved
+        in the same transaction; they are computed before it, so the lock is held no longer.
+        """
+        try:
+            series_rows = run_rows(record, results)
+        except (ValueError, ArithmeticError) as exc:  # derived data never costs a save
+            series_rows = problem_rows(
+                f"{self.path}: the run's series could not be computed: {exc}"
+            )
         try:
             with self._write() as db:
                 cursor = db.execute(
@@ -280,6 +291,7 @@ class Store:
                         for result in results
                     ],
                 )
+                write_rows(db, run_id, series_rows)  # creates the table in an older store
         except sqlite3.Error as exc:
             raise _write_failure(self.path, exc) from exc
         except ValueError as exc:  # NaN or infinity in a payload (allow_nan=False)
@@ -371,6 +383,67 @@ class Store:
             design=_from_sql(design),
             summary=decode_json_mapping(summary, where=f"{where}: summary"),
         )
+
+    def series(self, label: str, nodeids: Sequence[str] | None = None) -> LabelSeries:
+        """The per-test series of every run under ``label``, oldest first (``nodeids`` only, if given).
+
+        Runs saved without series rows (before the series tables existed, or by a version
+        without them) are backfilled first, in one transaction; a run that cannot be read gets
+        a row saying why and no tests. A store that cannot be written is read all the same: the
+        missing rows are computed in memory and not kept.
+
+        :raises StoreError: no run was saved under ``label`` (the message lists the labels present).
+        """
+        if not self.run_ids(label):
+            present = ", ".join(repr(x) for x in self.labels()) or "none yet"
+            raise StoreError(
+                f"no run saved under label {label!r} in {self.path} (labels present: {present})"
+            )
+        try:
+            missing = missing_runs(self._db, label)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot read the result store: {exc}") from exc
+        computed: dict[int, SeriesRows] = {}
+        for run_id in missing:
+            try:
+                run = self.load_run(run_id)
+            except StoreError as exc:
+                computed[run_id] = problem_rows(str(exc))
+                continue
+            computed[run_id] = run_rows(run.record, run.results.values())
+        extra: dict[int, SeriesRows] = {}
+        if computed:
+            try:
+                with self._write() as db:
+                    kept = all([write_rows(db, run_id, rows) for run_id, rows in computed.items()])
+            except (StoreWriteError, sqlite3.Error):
+                kept = False
+            if not kept:  # a read-only store, or a table of another layout: used, not kept
+                extra = computed
+        try:
+            return query_series(self._db, label, nodeids, extra=extra, where=str(self.path))
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot read the result store: {exc}") from exc
+
+    def samples_of(self, nodeid: str, run_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        """The raw samples of test ``nodeid`` in each of ``run_ids`` that has a readable row.
+
+        A run without the test, or whose row cannot be read, is left out (no error): the caller
+        compares what there is and says so.
+        """
+        found: dict[int, np.ndarray] = {}
+        for run_id in dict.fromkeys(run_ids):
+            rows = self._read(
+                "SELECT samples FROM results WHERE run_id = ? AND nodeid = ?",
+                (run_id, _to_sql(nodeid)),
+            )
+            if not rows:
+                continue
+            try:
+                found[run_id] = samples_from_blob(rows[0][0], where=f"run {run_id}")
+            except StoreError:
+                continue
+        return found
 
     def load_baseline(self, label: str, *, history: int = 10) -> Baseline:
         """The latest run under ``label`` and up to ``history`` earlier ones.
