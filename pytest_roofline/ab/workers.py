@@ -21,6 +21,10 @@ Typical use::
         run = workers.run(should_continue=rule)
     for nodeid, test in run.tests.items():
         test.base_windows, test.cand_windows  # one sample array per window and side
+
+Why one long module: the controller side of the paired workers' execnet protocol (start,
+collect, windows, stop, and error messages naming side and test); the worker side is
+plugin/ab_worker.py.
 """
 
 from __future__ import annotations

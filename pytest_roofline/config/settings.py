@@ -4,6 +4,9 @@ Precedence, highest first: marker > command line > ini (``pytest.ini`` / ``pypro
 ``roofline.yaml`` > defaults. The plugin reads options and ini values once, hands them here as
 plain mappings, and everything else receives the frozen :class:`RooflineConfig` or a per-test
 :class:`TestSettings`.
+
+Why one long module: the one place where the five layers of settings are merged (the precedence
+is implemented once); each setting's parser and error message live beside the merge.
 """
 
 from __future__ import annotations

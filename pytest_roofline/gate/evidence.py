@@ -14,6 +14,11 @@ the session's comparisons (a Bonferroni bound, never looser than the Benjamini-H
 procedure applied at the end of the run), and the repeated looks of the sampler spend it over a
 group-sequential boundary (:mod:`pytest_roofline.gate.looks`). BH-adjusted p-values are
 reported at run level.
+
+Why one long module: it gathers every piece of evidence about one test (comparisons, margins,
+sequential looks, replay, SLA, roofline placement, host, confirmation) into one TestEvidence;
+each part is a small function over the same per-test context, which splitting would pass between
+modules.
 """
 
 from __future__ import annotations

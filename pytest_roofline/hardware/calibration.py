@@ -17,6 +17,10 @@ Roofs are best-of-N (STREAM practice: the best rep is the one least disturbed). 
 is cached per :func:`calibration_key` (machine, numpy/BLAS, threads) and re-used after a short
 check that the host does not now read faster than its roofs; on a busy host it is flagged (or
 refused). Never imports pytest.
+
+Why one long module: the calibration procedure and its cache (key, validation of a cached
+payload, drift probe) stay together: when a cached calibration may be reused is defined by how
+the calibration measures.
 """
 
 from __future__ import annotations

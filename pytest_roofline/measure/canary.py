@@ -38,6 +38,9 @@ session is robust to disturbed readings while they are a minority. Only slowdown
 
 The clock, the pause and the kernels are injected: tests drive the canary with a fake clock and
 kernels that advance it, so no assertion depends on real speed. Never imports pytest.
+
+Why one long module: kernels, readings, levels and floors, window judgements, recovery waits and
+the summary share one clock and one time budget; the measured figures are in docs/canary.md.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Readers ignore keys they do not know.
   the canary ran; ``tests[].confirmation`` records the paired confirmation of a two-run first
   look, where one was tried. ``run.gate`` adds ``max_margin``, ``unknown_extension`` and
   ``confirm`` as used.
+
+Why one long module: the declared JSON contract: one dataclass per object of the run document,
+with the format history; one file keeps the contract readable in one place.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Data flows one way (docs/architecture.md): the ``roofline`` fixture measures on 
 test; the measurement rides on the call-phase ``TestReport`` (identical with and without xdist);
 the controller collects reports, builds the run's document at the end of the test loop, saves it to
 the store and writes the files in ``pytest_sessionfinish``, and renders the terminal summary.
+
+Why one long module: the pytest hook implementations of one session, which share its state;
+measuring, judging, reporting and storing are delegated to their packages.
 """
 
 from __future__ import annotations

@@ -89,6 +89,10 @@ References
    on Kendall's tau", J. Amer. Statist. Assoc. 63(324):1379–1389, 1968.
 .. [5] H. B. Mann, "Nonparametric tests against trend", Econometrica 13:245–259, 1945.
    M. G. Kendall, Rank Correlation Methods, 4th ed., Griffin, 1975.
+
+Why one long module: three published methods with their references and doctests (windowed
+E-divisive means, segments, Theil-Sen drift with Mann-Kendall); about half of it is
+documentation.
 """
 
 from __future__ import annotations

@@ -68,6 +68,9 @@ References
    1439-1445.
 .. [6] Chromium catapult, ``dashboard/pinpoint/models/compare/compare.py`` and
    ``thresholds_performance.py``.
+
+Why one long module: error-spending boundaries, their numerical integration and the look loop
+belong to one method; about 40% of the module is documentation and references.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ Design points:
   through) and read back unchanged; every other text is stored as text, as before.
 * A row that cannot be read makes its run unusable with a message naming the run and the row;
   the other runs stay usable, and ``list_runs`` lists them all.
+
+Why one long module: one class owns every SQL statement of the store (schema check, WAL set-up,
+writes under one retrying transaction helper, reads, import and export), so that no other module
+opens the database and the transaction and locking rules live in one place.
 """
 
 from __future__ import annotations

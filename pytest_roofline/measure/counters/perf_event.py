@@ -14,6 +14,10 @@ are raised only from kernel context, so user-only counting would report a plausi
 they are opened with kernel counting and are ``denied`` where that is not allowed
 (``rusage.*_switches`` still covers context switches). ``task-clock`` counts all on-CPU time
 regardless of mode.
+
+Why one long module: mostly declarations: the ctypes binding of perf_event_open(2), the
+attribute struct layout, the event tables and read formats, beside the one backend class that
+uses them.
 """
 
 from __future__ import annotations
