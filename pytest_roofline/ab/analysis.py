@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -168,7 +168,7 @@ class _PairedInput:
     base_payload: Mapping[str, Any] | None
     cand_payload: Mapping[str, Any] | None
     batch_size: Mapping[str, tuple[int | None, ...]]
-    facts: PairedTest = PairedTest()
+    facts: PairedTest = field(default_factory=PairedTest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +234,7 @@ def analyse_rounds(
         )
         for n in nodeids
     }
-    compared = [
-        n for n in nodeids if inputs[n].base_payload is not None and inputs[n].cand_payload
-    ]
+    compared = [n for n in nodeids if inputs[n].base_payload is not None and inputs[n].cand_payload]
     document, stored = _analyse(
         inputs,
         _compare_all({n: (inputs[n].base, inputs[n].cand) for n in compared}, compared, gate),
@@ -286,9 +284,7 @@ class AssessedStop:
     def __call__(
         self, nodeid: str, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
     ) -> bool:
-        rule = PairedStop(
-            self.assessed(base_windows, cand_windows), self._plan, alpha=self._alpha
-        )
+        rule = PairedStop(self.assessed(base_windows, cand_windows), self._plan, alpha=self._alpha)
         return rule(nodeid, base_windows, cand_windows)
 
 
@@ -351,7 +347,7 @@ def analyse_windows(
         base, cand = test.kept
         gone = set(test.dropped)
         payloads = {side: [w.result for w in test.windows if w.side == side] for side in SIDES}
-        batch = {
+        batch: dict[str, tuple[int | None, ...]] = {
             side: tuple(
                 w.batch_size
                 for w in test.windows

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
-__all__ = ["pair_severity", "pairs_to_drop", "paired_windows"]
+__all__ = ["pair_severity", "paired_windows", "pairs_to_drop"]
 
 
 def _severity(judgement: WindowJudgement | None) -> float | None:

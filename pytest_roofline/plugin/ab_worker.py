@@ -17,8 +17,9 @@ interpreter and tree. The worker
    with a sampling budget of ``seconds`` and answers ``("window", reply)`` with the per-call
    samples (little-endian float64 bytes), the batch size, the stop reason, the timings and the
    counters' CPU share, and the host canary's judgement of the window (below); a test that
-   fails, errors or skips answers with that outcome and the message instead of samples. ``("stop",)`` tears the fixtures down, answers
-   ``("stopped", info)`` and ends the session, after which ``("exited", status)`` follows.
+   fails, errors or skips answers with that outcome and the message instead of samples.
+   ``("stop",)`` tears the fixtures down, answers ``("stopped", info)`` and ends the session,
+   after which ``("exited", status)`` follows.
 
 The measurement is the plugin's own: the ``roofline`` fixture's probe samples under a
 :class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early

@@ -1,7 +1,8 @@
-"""``pytest-roofline ab`` end to end: a two-commit git repository, real rounds, real refusals.
+"""``pytest-roofline ab`` end to end: a two-commit git repository, real workers, real refusals.
 
 The candidate commit makes the measured function four times slower, so the decision does not
-depend on the machine's noise; every round is a real ``python -m pytest`` subprocess.
+depend on the machine's noise; each side is a real persistent pytest worker (execnet) that
+serves alternating windows.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ target: ci-runner
 targets:
   ci-runner: {peak_flops_per_s: {fp64: 4.0e10}, peak_bytes_per_s: {dram: 2.0e10}}
 """
-# Rounds of 50 ms per test; hypothesis's plugin (when installed) only slows each process start.
+# Four window pairs of 50 ms per test; hypothesis's plugin (when installed) only slows each
+# worker's start.
 FAST = ["--rounds=4", "--budget=0.2"]
 PYTEST_ARGS = ["--", "-p", "no:hypothesispytest", "tests"]
 
@@ -79,7 +81,8 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     out, err = capsys.readouterr()
     assert status == 1, err
     assert "decision: ROLLBACK" in out
-    assert "round 4/4 baseline" in err
+    assert "one worker per side, 4-4 window pairs per test (ABBA) of 0.05 s" in err
+    assert "[1/1] tests/test_perf.py::test_work: 4 window pairs (max_pairs" in err
 
     document = json.loads((repo / "out.json").read_text())
     run = document["run"]
@@ -87,6 +90,10 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert run["paired"]["order"] == ["AB", "BA", "AB", "BA"]
     sides = [r["side"] for r in run["paired"]["round_seconds"]]
     assert sides == ["baseline", "candidate", "candidate", "baseline"] * 2
+    assert run["paired"]["windows"] == {
+        "window_s": 0.05, "min_pairs": 4, "max_pairs": 4, "look_every": 2,
+    }  # fmt: skip
+    assert run["paired"]["pairs_dropped"] == 0  # min_pairs = max_pairs: nothing can go
     assert run["paired"]["baseline_commit"] == git(repo, "rev-parse", "HEAD~1").strip()
     resolved = {side: run["paired"]["sides"][side]["resolved"]["fastpkg"] for side in sides}
     assert resolved["candidate"] == str(repo / "src" / "fastpkg" / "__init__.py")
@@ -98,6 +105,8 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert test["change"]["p95"]["ratio"] > 2
     assert len(test["paired"]["ratios"]["p95"]) == 4
     assert all(r > 1.5 for r in test["paired"]["ratios"]["p95"])
+    assert (test["paired"]["pairs"], test["paired"]["stop"]) == (4, "max_pairs")
+    assert sum(test["paired"]["canary"].values()) == 4
     assert test["owners"] == ["perf-team"]
     assert test["replay_command"] == (
         "pytest-roofline ab '--baseline=HEAD~1' --rounds=4 --import-root=src -- "
@@ -115,7 +124,10 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
         assert record.summary["document"]["decision"] == "rollback"
         samples = load_paired(store, run_id)[test["nodeid"]]
     assert len(samples.baseline) == len(samples.candidate) == 4
-    assert all(a.size > 50 for a in (*samples.baseline, *samples.candidate))
+    # Every kept pair's samples come back split as the document counted them.
+    assert [a.size for a in samples.baseline] == test["paired"]["samples"]["baseline"]
+    assert [a.size for a in samples.candidate] == test["paired"]["samples"]["candidate"]
+    assert all(a.size >= 5 for a in (*samples.baseline, *samples.candidate))
     assert len(worktrees(repo)) == 1  # the baseline worktree is gone
 
     # The stored run re-renders, and its exit status follows the gate asked for.
@@ -150,7 +162,7 @@ def test_an_import_root_that_makes_both_sides_import_one_tree_is_refused(
     status = main(["ab", "--baseline=HEAD~1", *FAST, f"--import-root={repo / 'src'}", *PYTEST_ARGS])
     err = capsys.readouterr().err
     assert status == 2
-    assert "round 1 of 4, baseline side: refused" in err
+    assert "baseline side (at collection): refused" in err
     assert "imported fastpkg from the candidate's tree" in err
     assert len(worktrees(repo)) == 1  # removed on failure too
     assert (
