@@ -14,8 +14,8 @@ from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
 from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin
 from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
-from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.config.settings import GateSettings
+from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.measure.canary import WindowJudgement
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
@@ -170,7 +170,7 @@ def test_a_pair_disturbed_on_one_side_is_left_out_of_the_comparison_and_counted(
     # Unchanged code; pair 2's candidate window ran 4x slower while its canary read disturbed.
     all_windows = windows(1.0, 8, {2: "candidate"})
     kept = TestWindows(NODEID, all_windows, pairs=8, stop="max_pairs", wall_s=1.0, dropped=(2,))
-    document, stored = analyse(kept)
+    document, _ = analyse(kept)
     (test,) = document["tests"]  # type: ignore[misc]
     assert test["paired"]["rounds"] == 7 and test["paired"]["pairs"] == 8
     assert test["paired"]["pairs_dropped"] == 1
