@@ -17,6 +17,8 @@ from pytest_roofline.ab import load_paired
 from pytest_roofline.cli import main
 from pytest_roofline.store import Store
 
+from .conftest import FAKE_CLOCK_CONFTEST
+
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 PACKAGE = "N = {n}\n\n\ndef work():\n    return sum(i * i for i in range(N))\n"
 TEST = """
@@ -221,3 +223,54 @@ def test_the_setup_runs_once_in_each_tree_and_a_failing_setup_is_refused(
     assert "setup (baseline)" in err and "setup (candidate)" in err
     assert "--setup failed on the candidate side (exit 7)" in err
     assert len(worktrees(repo)) == 1
+
+
+# Unchanged code timed on the fake clock (tests/plugin/conftest): both workers see 1 ms calls
+# with seeded 3% noise, so the sequential looks decide SAME without depending on this machine.
+FAKE_CONFTEST = (
+    FAKE_CLOCK_CONFTEST
+    + """
+import os, zlib
+import numpy as np
+
+SEEN = {"n": 0}
+
+@pytest.fixture
+def work():
+    SEEN["n"] += 1
+    # Each side (its own tree) and each window gets its own noise.
+    rng = np.random.default_rng([zlib.crc32(os.getcwd().encode()), SEEN["n"]])
+    def call():
+        advance(1e-3 * rng.lognormal(0.0, 0.03))
+    return call
+"""
+)
+
+
+def test_an_unchanged_commit_ships_once_the_sequential_looks_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "same"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
+    (root / "tests" / "test_k.py").write_text("def test_k(roofline, work):\n    roofline(work)\n")
+    (root / "roofline.yaml").write_text(ROOFLINE_YAML)
+    (root / "pytest.ini").write_text("[pytest]\nroofline_warmup = 1ms\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    (root / "README").write_text("docs only\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "docs")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    status = main(["ab", "--baseline=HEAD~1", "--rounds=8", "--json=out.json", *PYTEST_ARGS])
+    err = capsys.readouterr().err
+    document = json.loads((root / "out.json").read_text())
+    (test,) = document["tests"]
+    assert status == 0, err
+    assert test["decision"] == "ship"
+    assert test["paired"]["stop"] == "decided"
+    assert test["paired"]["pairs"] < 8
+    assert {test["change"][q]["outcome"] for q in ("p50", "p95", "p99")} == {"same"}
+    assert document["run"]["paired"]["pairs_dropped"] == 0
