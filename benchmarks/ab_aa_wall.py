@@ -94,7 +94,15 @@ def run_once(repo: Path, python: str, out: Path, rounds: int, budget: float) -> 
         )
         for t in document.get("tests", [])
     }
+    paired = (document.get("run") or {}).get("paired") or {}
+    windows_s = sum(r.get("seconds") or 0.0 for r in paired.get("round_seconds") or ())
     return {
+        "canary": (
+            f"canary {paired['canary_s']:.2f} s over {windows_s:.1f} s of windows "
+            f"({paired['canary_s'] / windows_s:.1%}), workers' start-up {paired['startup_s']:.1f} s"
+            if paired.get("canary_s") is not None and windows_s
+            else ""
+        ),
         "exit": done.returncode,
         "wall_s": wall,
         "decision": document.get("decision"),
@@ -124,6 +132,8 @@ def main() -> None:
                     f"decision {found['decision']} (load {found['load']})",
                     flush=True,
                 )
+                if found["canary"]:
+                    print(f"    {found['canary']}", flush=True)
                 for name, facts in found["tests"].items():  # type: ignore[attr-defined]
                     print(f"    {name}: {facts}", flush=True)
                 if found["tail"]:

@@ -209,6 +209,8 @@ class TestWindows:
     :ivar stop: ``decided`` (``should_continue`` said no), ``max_pairs`` or ``error``.
     :ivar error: for ``error``, which side failed how (the test's own message).
     :ivar dropped: indices of the pairs left out for a host-disturbed window (ascending).
+    :ivar error_outcome: for ``error``, the failing window's outcome (``failed``, ``skipped``,
+        ``unmeasured``, ``error``, ``missing``).
     """
 
     __test__ = False  # not a pytest test class
@@ -220,6 +222,7 @@ class TestWindows:
     wall_s: float
     error: str | None = None
     dropped: tuple[int, ...] = ()
+    error_outcome: str | None = None
 
     @property
     def complete_pairs(self) -> int:
@@ -601,6 +604,7 @@ class PairedWorkers:
         windows: list[Window] = []
         stop: StopWhy = "max_pairs"
         error = None
+        error_outcome = None
         pair = 0
         counts = dict.fromkeys(SIDES, 0)
         while pair < settings.max_pairs:
@@ -611,6 +615,7 @@ class PairedWorkers:
                 )
                 wall = self._clock() - t0
                 if reply.get("outcome") != "passed":
+                    error_outcome = str(reply.get("outcome") or reply.get("record") or "error")
                     error = (
                         f"{nodeid} {reply.get('outcome')} on the {side} side (window "
                         f"{counts[side] + 1}): {str(reply.get('message', '')).strip()}"
@@ -640,6 +645,7 @@ class PairedWorkers:
             wall_s=self._clock() - began,
             error=error,
             dropped=self._dropped(windows),
+            error_outcome=error_outcome,
         )
 
     def _dropped(self, windows: Sequence[Window]) -> tuple[int, ...]:

@@ -219,6 +219,7 @@ def test_a_test_that_fails_on_one_side_is_an_error_for_that_test_only(
     assert failed.stop == "error"
     assert failed.error is not None
     assert "candidate side" in failed.error and "broken on this side" in failed.error
+    assert failed.error_outcome == "failed"
     # The baseline's first window ran; the workers stay usable for the next test.
     assert len(failed.base_windows) == 1 and failed.cand_windows == []
     assert run.tests["tests/test_perf.py::test_other"].stop == "max_pairs"
