@@ -29,12 +29,13 @@ test warms up for the plugin's warm-up time; later windows re-warm briefly (``re
 
 Host canary (issue 10): each window is bracketed by readings of this process's canary
 (:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, with
-its budget share): the reading before is the last one if it is recent (usually the previous
-window's "after"), the reading after is taken at once, and both are judged against this
-worker's level. The judgement (``quiet`` / ``disturbed`` / ``unread``) goes back with the window
-as JSON text; the controller drops pairs disturbed on either side
-(:mod:`pytest_roofline.ab.pairs`). The canary is off under ``--roofline-no-canary`` and under a
-fake clock without a canary hook (the judgement is then ``None``).
+half its budget share, since a worker measures about half the job's wall time): the reading
+before is the last one if it is recent (usually the previous window's "after"), the reading
+after is taken at once, and both are judged against this worker's level. The judgement
+(``quiet`` / ``disturbed`` / ``unread``) goes back with the window as JSON text; the controller
+drops pairs disturbed on either side (:mod:`pytest_roofline.ab.pairs`). The canary is off
+under ``--roofline-no-canary`` and under a fake clock without a canary hook (the judgement is
+then ``None``).
 
 Between windows of one test only function-scoped fixtures are torn down: the test's module,
 class and session fixtures stay set up as in an ordinary run, and are torn down when a window
@@ -271,8 +272,17 @@ class WindowServer:
         self._canary_made = True
         from pytest_roofline.plugin import SESSION_KEY
 
-        self._canary_obj = item.config.stash[SESSION_KEY].window_canary()
-        return self._canary_obj
+        canary = item.config.stash[SESSION_KEY].window_canary()
+        if canary is not None:
+            import dataclasses
+
+            # The canary's budget is a share of the wall time since it started, and this worker
+            # measures only about half of it (the other side's windows take the rest): half the
+            # share keeps the readings within the share of this worker's own windows.
+            settings = canary.settings
+            canary.settings = dataclasses.replace(settings, budget_share=settings.budget_share / 2)
+        self._canary_obj = canary
+        return canary
 
     @staticmethod
     def _measured(data: dict[str, Any]) -> dict[str, Any]:
