@@ -1,14 +1,20 @@
-"""``pytest-roofline ab``: a git revision and the current tree measured in alternating rounds.
+"""``pytest-roofline ab``: a git revision and the current tree measured in alternating windows.
 
 :mod:`~.plan` resolves what was asked, :mod:`~.git` makes the baseline's worktree,
-:mod:`~.sides` sets up and checks each side, :mod:`~.rounds` runs them, :mod:`~.analysis`
-compares and decides, :mod:`~.command` ties the steps together.
+:mod:`~.sides` sets up and checks each side, :mod:`~.workers` runs one persistent pytest worker
+per side and alternates windows between them, :mod:`~.pairs` drops host-disturbed pairs,
+:mod:`~.analysis` compares and decides, :mod:`~.command` ties the steps together.
 """
 
-from pytest_roofline.ab.analysis import DESIGN, PairedSamples, analyse_rounds, load_paired
-from pytest_roofline.ab.command import AbOutcome, run_ab
+from pytest_roofline.ab.analysis import (
+    DESIGN,
+    PairedSamples,
+    analyse_rounds,
+    analyse_windows,
+    load_paired,
+)
+from pytest_roofline.ab.command import AbOutcome, ab_windows, run_ab
 from pytest_roofline.ab.plan import AbOptions
-from pytest_roofline.ab.rounds import RoundRecord
 from pytest_roofline.ab.sides import check_side
 
 __all__ = [
@@ -16,8 +22,9 @@ __all__ = [
     "AbOptions",
     "AbOutcome",
     "PairedSamples",
-    "RoundRecord",
+    "ab_windows",
     "analyse_rounds",
+    "analyse_windows",
     "check_side",
     "load_paired",
     "run_ab",

@@ -13,29 +13,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSettings
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
 from pytest_roofline.gate.evidence import GATED_QUANTILES, BaselineEntry, TestEvidence, evaluate
+from pytest_roofline.gate.paired_looks import PairedStop, paired_look_detail, paired_plan
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
 from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.measure.canary import PairedWindow
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
 from pytest_roofline.model.document import PairedTest, RunDocument
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork, bound_change_between, is_positive_finite
 from pytest_roofline.stats import paired
 from pytest_roofline.stats.paired import PairedComparison
+from pytest_roofline.stats.sequential import SequentialPlan
 from pytest_roofline.stats.threeway import GateMargin, gate_margin
 from pytest_roofline.store import Store, StoredResult, StoredRun
 from pytest_roofline.vocabulary import QUANTILES, FailOn
 
-__all__ = ["DESIGN", "PairedSamples", "analyse_rounds", "load_paired"]
+__all__ = [
+    "DESIGN",
+    "AssessedStop",
+    "PairedSamples",
+    "ab_plan",
+    "analyse_rounds",
+    "analyse_windows",
+    "load_paired",
+    "paired_margin",
+]
 
 DESIGN = "paired"
 
@@ -76,10 +89,10 @@ def _batch_sizes(runs: Sequence[StoredRun], nodeid: str) -> tuple[int | None, ..
     )
 
 
-def _pooled_result(payload: Mapping[str, Any], samples: np.ndarray, rounds: int) -> TestResult:
+def _pooled_result(payload: Mapping[str, Any], samples: np.ndarray, why: str) -> TestResult:
     result = TestResult.from_dict(payload, samples_s=samples)
     measurement = result.measurement
-    sample_set = replace(measurement.samples, stop_reason=f"paired: {rounds} rounds")
+    sample_set = replace(measurement.samples, stop_reason=why)
     return replace(result, measurement=replace(measurement, samples=sample_set))
 
 
@@ -142,6 +155,31 @@ def _compare_all(
     }
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _PairedInput:
+    """One test's windows (or rounds) as the analysis uses them, whatever made them.
+
+    ``base`` / ``cand``: one sample array per pair kept, in pair order; the payloads are each
+    side's last result (declared work, quality, counters) without samples.
+    """
+
+    base: list[np.ndarray]
+    cand: list[np.ndarray]
+    base_payload: Mapping[str, Any] | None
+    cand_payload: Mapping[str, Any] | None
+    batch_size: Mapping[str, tuple[int | None, ...]]
+    facts: PairedTest = field(default_factory=PairedTest)
+
+
+@dataclass(frozen=True, slots=True)
+class _SideRecord:
+    """Where a side's measurements were made: revision tags, hardware target, machine."""
+
+    tags: Mapping[str, str]
+    target: Mapping[str, Any]
+    machine: str
+
+
 def analyse_rounds(
     base_runs: Sequence[StoredRun],
     cand_runs: Sequence[StoredRun],
@@ -156,7 +194,12 @@ def analyse_rounds(
     started: float | None = None,
     finished: float | None = None,
 ) -> tuple[RunDocument, list[StoredResult]]:
-    """Compare, decide and build the document of a paired run from its rounds.
+    """Compare, decide and build the document of a paired run from whole rounds (one stored
+    run per round and side, e.g. a ``pytest --roofline`` process per half-round).
+
+    Every comparison exists before any decision, so Benjamini-Hochberg applies over the run.
+    ``pytest-roofline ab`` itself measures on persistent workers and uses
+    :func:`analyse_windows`.
 
     :param base_runs: the baseline's stored run of each round, in round order.
     :param cand_runs: the candidate's, same order and length.
@@ -175,52 +218,236 @@ def analyse_rounds(
     started = started if started is not None else min(r.record.started for r in base_runs)
     finished = finished if finished is not None else max(r.record.finished for r in cand_runs)
     cand_record, base_record = cand_runs[-1].record, base_runs[-1].record
-    target = HardwareTarget.from_dict(cand_record.target) if cand_record.target else None
     empty = np.empty(0)
     nodeids = sorted({n for run in (*base_runs, *cand_runs) for n in run.results})
-    rounds = {
-        n: (
-            [r.results[n].samples_s if n in r.results else empty for r in base_runs],
-            [r.results[n].samples_s if n in r.results else empty for r in cand_runs],
+    inputs = {
+        n: _PairedInput(
+            base=[r.results[n].samples_s if n in r.results else empty for r in base_runs],
+            cand=[r.results[n].samples_s if n in r.results else empty for r in cand_runs],
+            base_payload=_last_payload(base_runs, n),
+            cand_payload=_last_payload(cand_runs, n),
+            batch_size={
+                "baseline": _batch_sizes(base_runs, n),
+                "candidate": _batch_sizes(cand_runs, n),
+            },
+            facts=PairedTest(rounds=k),
         )
         for n in nodeids
     }
+    compared = [n for n in nodeids if inputs[n].base_payload is not None and inputs[n].cand_payload]
+    document, stored = _analyse(
+        inputs,
+        _compare_all({n: (inputs[n].base, inputs[n].cand) for n in compared}, compared, gate),
+        base=_SideRecord(base_record.tags, base_record.target, base_record.machine),
+        cand=_SideRecord(cand_record.tags, cand_record.target, cand_record.machine),
+        gate=gate,
+        gate_on=gate_on,
+        layers=layers,
+        label=label,
+        baseline_label=baseline_label,
+        replay_command=replay_command,
+        run_reasons=run_reasons,
+        started=started,
+        finished=finished,
+        stop_reason=f"paired: {k} rounds",
+    )
+    return replace(document, run=replace(document.run, rounds=k)), stored
+
+
+class AssessedStop:
+    """``should_continue`` of ``pytest-roofline ab``: more pairs while a gated quantile that the
+    windows can assess is UNKNOWN (:class:`pytest_roofline.gate.paired_looks.PairedStop`).
+
+    A quantile is assessed once every window so far holds its per-window sample floor
+    (:func:`pytest_roofline.stats.paired.min_round_samples`: p95 20, p99 100) on both sides;
+    one that is not would stay UNKNOWN (insufficient) whatever the pairs, and waiting for it
+    would run every test to the maximum. p50 is always watched.
+    """
+
+    def __init__(
+        self, margins: Mapping[str, GateMargin], plan: SequentialPlan, *, alpha: float
+    ) -> None:
+        self._margins = dict(margins)
+        self._plan = plan
+        self._alpha = alpha
+
+    def assessed(
+        self, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
+    ) -> dict[str, GateMargin]:
+        fewest = min((a.size for a in (*base_windows, *cand_windows)), default=0)
+        return {
+            name: margin
+            for name, margin in self._margins.items()
+            if name == "p50" or paired.min_round_samples(QUANTILES[name]) <= fewest
+        }
+
+    def __call__(
+        self, nodeid: str, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
+    ) -> bool:
+        rule = PairedStop(self.assessed(base_windows, cand_windows), self._plan, alpha=self._alpha)
+        return rule(nodeid, base_windows, cand_windows)
+
+
+def ab_plan(gate: GateSettings, settings: WindowSettings, tests: int) -> SequentialPlan:
+    """The group-sequential plan of each comparison of an ``ab`` run of ``tests`` tests.
+
+    As in a two-run session (:func:`pytest_roofline.gate.looks.session_plan`), tests are decided
+    as they finish, so the DIFFERENT side is Bonferroni-split over every gated quantile of every
+    test (``alpha / (tests x quantiles)``); SAME keeps ``alpha`` (a false SAME ships one test,
+    and each has its own margin).
+    """
+    comparisons = max(1, tests) * len(GATED_QUANTILES)
+    return paired_plan(
+        settings.min_pairs,
+        settings.max_pairs,
+        settings.look_every,
+        alpha=gate.alpha / comparisons,
+        alpha_same=gate.alpha,
+    )
+
+
+def analyse_windows(
+    tests: Mapping[str, TestWindows],
+    *,
+    baseline: CollectInfo,
+    candidate: CollectInfo,
+    plan: SequentialPlan,
+    gate: GateSettings,
+    gate_on: FailOn = "rollback",
+    layers: Mapping[str, Sequence[str]] = DEFAULT_LAYERS,
+    label: str | None = "ab",
+    baseline_label: str = "baseline",
+    replay_command: Callable[[str], str] = lambda nodeid: nodeid,
+    run_reasons: Sequence[str] = (),
+    started: float,
+    finished: float,
+    max_pairs: int | None = None,
+) -> tuple[RunDocument, list[StoredResult]]:
+    """Compare, decide and build the document of a paired run measured on persistent workers.
+
+    Each test's window pairs are its rounds: the pairs kept (those not dropped for a disturbed
+    host, :mod:`~pytest_roofline.ab.pairs`) are compared per gated quantile at the look the
+    alternation stopped at (:func:`pytest_roofline.gate.paired_looks.paired_look_detail` with
+    ``plan``, :func:`ab_plan`): a test decided early keeps its look's boundary, one that ran
+    to the maximum spends the error left.
+
+    :param tests: each test's windows (:meth:`PairedWorkers.measure_test`).
+    :param baseline: the baseline worker's collection (tags, target, machine).
+    :param candidate: the candidate's.
+    :param max_pairs: ``run.rounds`` (default: the most pairs any test ran).
+    :param run_reasons: run-level problems (e.g. a test failing on one side): they escalate.
+    :returns: as :func:`analyse_rounds`: the candidate's pooled samples as each result's
+        samples, the baseline's and every kept pair's sample counts under ``payload["paired"]``
+        (with ``pairs`` run, ``pairs_dropped`` and ``stop``).
+    """
+    inputs: dict[str, _PairedInput] = {}
+    comparisons: dict[str, dict[str, PairedComparison]] = {}
+    margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
+    for nodeid, test in tests.items():
+        base, cand = test.kept
+        gone = set(test.dropped)
+        payloads = {side: [w.result for w in test.windows if w.side == side] for side in SIDES}
+        batch: dict[str, tuple[int | None, ...]] = {
+            side: tuple(
+                w.batch_size
+                for w in test.windows
+                if w.side == side and w.index < test.complete_pairs and w.index not in gone
+            )
+            for side in SIDES
+        }
+        inputs[nodeid] = _PairedInput(
+            base=base,
+            cand=cand,
+            base_payload=payloads["baseline"][-1] if payloads["baseline"] else None,
+            cand_payload=payloads["candidate"][-1] if payloads["candidate"] else None,
+            batch_size=batch,
+            facts=PairedTest(
+                rounds=len(base),
+                pairs=test.pairs,
+                pairs_dropped=len(test.dropped),
+                stop=test.stop,
+                canary=PairedWindow.counts(test.paired_canary),
+            ),
+        )
+        if base and cand:
+            comparisons[nodeid] = paired_look_detail(
+                base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
+            )
+    k = max_pairs if max_pairs is not None else max((t.pairs for t in tests.values()), default=0)
+    document, stored = _analyse(
+        inputs,
+        comparisons,
+        base=_SideRecord(baseline.tags, baseline.target, baseline.machine),
+        cand=_SideRecord(candidate.tags, candidate.target, candidate.machine),
+        gate=gate,
+        gate_on=gate_on,
+        layers=layers,
+        label=label,
+        baseline_label=baseline_label,
+        replay_command=replay_command,
+        run_reasons=run_reasons,
+        started=started,
+        finished=finished,
+        stop_reason=None,
+    )
+    return replace(document, run=replace(document.run, rounds=k)), stored
+
+
+def _analyse(
+    inputs: Mapping[str, _PairedInput],
+    comparisons: Mapping[str, Mapping[str, PairedComparison]],
+    *,
+    base: _SideRecord,
+    cand: _SideRecord,
+    gate: GateSettings,
+    gate_on: FailOn,
+    layers: Mapping[str, Sequence[str]],
+    label: str | None,
+    baseline_label: str,
+    replay_command: Callable[[str], str],
+    run_reasons: Sequence[str],
+    started: float,
+    finished: float,
+    stop_reason: str | None,
+) -> tuple[RunDocument, list[StoredResult]]:
+    """The evidence, decisions, document and stored results from compared paired inputs."""
+    target = HardwareTarget.from_dict(cand.target) if cand.target else None
     results: dict[str, TestResult] = {}
     base_results: dict[str, StoredResult] = {}
-    for n in nodeids:
-        base, cand = rounds[n]
-        cand_payload, base_payload = _last_payload(cand_runs, n), _last_payload(base_runs, n)
-        if cand_payload is not None:
-            results[n] = _pooled_result(cand_payload, _pooled(cand), k)
-        if base_payload is not None:
-            base_results[n] = StoredResult(n, base_payload, _pooled(base))
-
-    comparisons = _compare_all(
-        rounds, [n for n in nodeids if n in results and n in base_results], gate
-    )
+    for n, given in inputs.items():
+        rounds = given.facts.rounds or 0
+        why = stop_reason or (
+            f"paired: {rounds} window pairs ({given.facts.stop}"
+            f"{f', {given.facts.pairs_dropped} dropped' if given.facts.pairs_dropped else ''})"
+        )
+        if given.cand_payload is not None:
+            results[n] = _pooled_result(given.cand_payload, _pooled(given.cand), why)
+        if given.base_payload is not None:
+            base_results[n] = StoredResult(n, given.base_payload, _pooled(given.base))
     gate = replace(gate, replay=0)
     facts = BaselineFacts(
         label=baseline_label,
         run_id=None,
-        tags=base_record.tags,
-        target=str(base_record.target.get("name", "")) or None,
-        machine=base_record.machine,
+        tags=base.tags,
+        target=str(base.target.get("name", "")) or None,
+        machine=base.machine,
         samples={n: r.samples_s for n, r in base_results.items()},
     )
     context = evidence_context(
         gate,
         family_size=max(1, len(results)),
         baseline=facts,
-        tags=cand_record.tags,
+        tags=cand.tags,
         layers=layers,
         target=target,
-        machine=cand_record.machine,
+        machine=cand.machine,
     )
     presets = relevant_presets(target)
     records = {}
     stored: list[StoredResult] = []
     for n, result in results.items():
-        base, cand = rounds[n]
+        given = inputs[n]
+        base_rounds, cand_rounds = given.base, given.cand
         entry = BaselineEntry.of(stored_result(base_results[n])) if n in base_results else None
         evidence = evaluate(result, entry, context, target=target)
         found = comparisons.get(n, {})
@@ -242,10 +469,13 @@ def analyse_rounds(
             )
             # The roofline placement follows the paired p50 whether or not p50 is gated.
             p50 = found.get("p50") or paired.compare_paired(
-                base, cand, 0.5, delta=paired_margin(gate, "p50"), alpha=gate.alpha
+                base_rounds, cand_rounds, 0.5, delta=paired_margin(gate, "p50"), alpha=gate.alpha
             )
             evidence = _paired_roofline(evidence, result.measurement.declared, target, p50)
-        counts = {"baseline": tuple(a.size for a in base), "candidate": tuple(a.size for a in cand)}
+        counts = {
+            "baseline": tuple(a.size for a in base_rounds),
+            "candidate": tuple(a.size for a in cand_rounds),
+        }
         record = test_record(
             result,
             evidence,
@@ -256,24 +486,27 @@ def analyse_rounds(
         )
         records[n] = replace(
             record,
-            paired=PairedTest(
-                rounds=k,
+            paired=replace(
+                given.facts,
                 rounds_used={name: c.rounds_used for name, c in found.items()},
                 ratios={name: c.round_ratios for name, c in found.items()},
                 samples=counts,
-                batch_size={
-                    "baseline": _batch_sizes(base_runs, n),
-                    "candidate": _batch_sizes(cand_runs, n),
-                },
+                batch_size=given.batch_size,
             ),
         )
         payload = result.to_dict(include_samples=False)
         payload["paired"] = {
-            "rounds": k,
+            "rounds": given.facts.rounds,
             "candidate_counts": list(counts["candidate"]),
             "baseline_counts": list(counts["baseline"]),
-            "baseline_samples_f64_b64": encode_samples(_pooled(base)),
+            "baseline_samples_f64_b64": encode_samples(_pooled(base_rounds)),
         }
+        if given.facts.pairs is not None:
+            payload["paired"].update(
+                pairs=given.facts.pairs,
+                pairs_dropped=given.facts.pairs_dropped,
+                stop=given.facts.stop,
+            )
         stored.append(StoredResult(n, payload, result.measurement.samples_s))
 
     document = analyse_run(
@@ -283,16 +516,16 @@ def analyse_rounds(
         gate=gate,
         gate_on=gate_on,
         label=label,
-        tags=cand_record.tags,
+        tags=cand.tags,
         layers=layers,
         target=target,
-        machine=cand_record.machine,
+        machine=cand.machine,
         started=started,
         finished=finished,
         paired=True,
         run_reasons=run_reasons,
     )
-    return replace(document, run=replace(document.run, rounds=k)), stored
+    return document, stored
 
 
 def load_paired(store: Store, run_id: int) -> dict[str, PairedSamples]:

@@ -41,7 +41,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.errors import RooflineError
+from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
 __all__ = [
     "SIDES",
@@ -61,13 +63,15 @@ __all__ = [
 Side = Literal["baseline", "candidate"]
 SIDES: tuple[Side, Side] = ("baseline", "candidate")
 WORKER_MODULE = "pytest_roofline.plugin.ab_worker"
-PROTOCOL_VERSION = 1  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
+PROTOCOL_VERSION = 2  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
 _TAIL_CHARS = 3000
 
 ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray]], bool]
 """``should_continue(nodeid, base_windows, cand_windows)``: whether test ``nodeid`` needs more
 window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs, never past
-``max_pairs``. The arrays are each window's per-call samples (seconds), in window order."""
+``max_pairs``. The arrays are each window's per-call samples (seconds), in window order, of the
+pairs kept (with ``drop_disturbed``, pairs whose window was disturbed on either side are left
+out while at least ``min_pairs`` remain: :mod:`pytest_roofline.ab.pairs`)."""
 
 StopWhy = Literal["decided", "max_pairs", "error"]
 
@@ -125,6 +129,9 @@ class WindowSettings:
     :param window_timeout_s: a window that has not answered by then (a hung test) kills the
         worker and fails the run, naming the side and test.
     :param start_timeout_s: time for a worker to start and collect.
+    :param drop_disturbed: leave pairs with a host-disturbed window (either side's canary) out
+        of what ``should_continue`` sees and of :attr:`TestWindows.kept`, keeping at least
+        ``min_pairs`` (:func:`pytest_roofline.ab.pairs.pairs_to_drop`).
     """
 
     window_s: float = 0.2
@@ -135,6 +142,7 @@ class WindowSettings:
     rewarm_s: float = 0.01
     window_timeout_s: float = 300.0
     start_timeout_s: float = 300.0
+    drop_disturbed: bool = True
 
     def __post_init__(self) -> None:
         if not (self.window_s > 0 and np.isfinite(self.window_s)):
@@ -162,6 +170,9 @@ class CollectInfo:
     budgets_s: Mapping[str, float]
     probe: Mapping[str, Any]
     startup_s: float
+    tags: Mapping[str, str] = field(default_factory=dict)
+    target: Mapping[str, Any] = field(default_factory=dict)
+    machine: str = ""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -170,6 +181,8 @@ class Window:
 
     ``started_ns``/``finished_ns`` are the worker's ``time.monotonic_ns()`` around the test's
     protocol run (set-up, sampling, teardown): one clock for both workers on Linux and macOS.
+    ``canary`` is the worker's host canary judgement of the window (``None``: canary off) and
+    ``canary_s`` the time its readings took, outside the window.
     """
 
     side: Side
@@ -186,6 +199,8 @@ class Window:
     finished_ns: int
     cpu_share: float | None
     result: Mapping[str, Any]
+    canary: WindowJudgement | None = None
+    canary_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -197,6 +212,9 @@ class TestWindows:
     :ivar windows: both sides' windows in the order they ran.
     :ivar stop: ``decided`` (``should_continue`` said no), ``max_pairs`` or ``error``.
     :ivar error: for ``error``, which side failed how (the test's own message).
+    :ivar dropped: indices of the pairs left out for a host-disturbed window (ascending).
+    :ivar error_outcome: for ``error``, the failing window's outcome (``failed``, ``skipped``,
+        ``unmeasured``, ``error``, ``missing``).
     """
 
     __test__ = False  # not a pytest test class
@@ -207,6 +225,34 @@ class TestWindows:
     stop: StopWhy
     wall_s: float
     error: str | None = None
+    dropped: tuple[int, ...] = ()
+    error_outcome: str | None = None
+
+    @property
+    def complete_pairs(self) -> int:
+        """Pairs with a window on both sides (the last pair of an ``error`` may be half)."""
+        return min(len(self.base_windows), len(self.cand_windows))
+
+    @property
+    def kept(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The baseline's and the candidate's windows of the complete pairs not dropped."""
+        gone = set(self.dropped)
+        n = self.complete_pairs
+        base = [a for i, a in enumerate(self.base_windows[:n]) if i not in gone]
+        cand = [a for i, a in enumerate(self.cand_windows[:n]) if i not in gone]
+        return base, cand
+
+    @property
+    def paired_canary(self) -> tuple[PairedWindow, ...]:
+        """Each complete pair's canary judgements (A: baseline, B: candidate)."""
+        base = [w.canary for w in self.windows if w.side == "baseline"]
+        cand = [w.canary for w in self.windows if w.side == "candidate"]
+        return paired_windows(base, cand)
+
+    @property
+    def canary_s(self) -> float:
+        """Time both workers' canary readings took around this test's windows."""
+        return sum(w.canary_s for w in self.windows)
 
     @property
     def base_windows(self) -> list[np.ndarray]:
@@ -290,9 +336,11 @@ class _Worker:
         args = [
             "-q", "-p", "no:cacheprovider", "--roofline", f"--roofline-store={store}",
             f"--roofline-budget={settings.window_s!r}", "--roofline-gate=never",
-            "--roofline-no-summary", "--roofline-no-canary", *spec.pytest_args,
+            "--roofline-no-summary", *spec.pytest_args,
         ]  # fmt: skip
-        # No host canary per window: alternation already puts a host shift on both sides.
+        # The host canary stays on (unless the user's arguments turn it off): alternation puts
+        # a host shift on both sides, but a burst that hits one window only is seen by the
+        # canary readings around that window, and its pair is dropped (ab.pairs).
         self.channel.send(
             {
                 "chdir": str(spec.workdir),
@@ -375,6 +423,9 @@ class _Worker:
             budgets_s=dict(data["budgets"]),
             probe=json.loads(data["probe"]),
             startup_s=time.perf_counter() - self._started,
+            tags={str(k): str(v) for k, v in dict(data.get("tags") or {}).items()},
+            target=dict(json.loads(data.get("target") or "{}")),
+            machine=str(data.get("machine") or ""),
         )
         return self.info
 
@@ -557,6 +608,7 @@ class PairedWorkers:
         windows: list[Window] = []
         stop: StopWhy = "max_pairs"
         error = None
+        error_outcome = None
         pair = 0
         counts = dict.fromkeys(SIDES, 0)
         while pair < settings.max_pairs:
@@ -567,6 +619,7 @@ class PairedWorkers:
                 )
                 wall = self._clock() - t0
                 if reply.get("outcome") != "passed":
+                    error_outcome = str(reply.get("outcome") or reply.get("record") or "error")
                     error = (
                         f"{nodeid} {reply.get('outcome')} on the {side} side (window "
                         f"{counts[side] + 1}): {str(reply.get('message', '')).strip()}"
@@ -584,8 +637,7 @@ class PairedWorkers:
                 and pair < settings.max_pairs
                 and (pair - settings.min_pairs) % settings.look_every == 0
             ):
-                base = [w.samples_s for w in windows if w.side == "baseline"]
-                cand = [w.samples_s for w in windows if w.side == "candidate"]
+                base, cand = _kept(windows, self._dropped(windows))
                 if not should_continue(nodeid, base, cand):
                     stop = "decided"
                     break
@@ -596,7 +648,18 @@ class PairedWorkers:
             stop=stop,
             wall_s=self._clock() - began,
             error=error,
+            dropped=self._dropped(windows),
+            error_outcome=error_outcome,
         )
+
+    def _dropped(self, windows: Sequence[Window]) -> tuple[int, ...]:
+        """The complete pairs to leave out for a disturbed host (none without ``drop_disturbed``)."""
+        if not self.settings.drop_disturbed:
+            return ()
+        base = [w.canary for w in windows if w.side == "baseline"]
+        cand = [w.canary for w in windows if w.side == "candidate"]
+        severity = [pair_severity(a, b) for a, b in zip(base, cand, strict=False)]
+        return pairs_to_drop(severity, self.settings.min_pairs)
 
     def run(
         self,
@@ -643,6 +706,19 @@ class PairedWorkers:
         )
 
 
+def _kept(
+    windows: Sequence[Window], dropped: Sequence[int]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    gone = set(dropped)
+    base = [w.samples_s for w in windows if w.side == "baseline"]
+    cand = [w.samples_s for w in windows if w.side == "candidate"]
+    n = min(len(base), len(cand))
+    return (
+        [a for i, a in enumerate(base[:n]) if i not in gone],
+        [a for i, a in enumerate(cand[:n]) if i not in gone],
+    )
+
+
 def _window(
     side: Side, nodeid: str, pair: int, index: int, reply: Mapping[str, Any], wall_s: float
 ) -> Window:
@@ -661,6 +737,10 @@ def _window(
         finished_ns=int(reply["finished_ns"]),
         cpu_share=None if reply.get("cpu_share") is None else float(reply["cpu_share"]),
         result=json.loads(reply["result"]),
+        canary=(
+            WindowJudgement.from_dict(json.loads(reply["canary"])) if reply.get("canary") else None
+        ),
+        canary_s=float(reply.get("canary_s") or 0.0),
     )
 
 

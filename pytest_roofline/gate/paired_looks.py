@@ -14,6 +14,7 @@ decided at the boundary of the look the alternation stopped at (:func:`paired_lo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from pytest_roofline.stats.sequential import Estimate, SequentialPlan
 from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.vocabulary import QUANTILES
 
-__all__ = ["PairedStop", "look_sizes", "paired_look", "paired_plan"]
+__all__ = ["PairedStop", "look_sizes", "paired_look", "paired_look_detail", "paired_plan"]
 
 
 def look_sizes(min_pairs: int, max_pairs: int, look_every: int) -> tuple[int, ...]:
@@ -68,15 +69,30 @@ def paired_look(
     :param final: the alternation stopped without a decision (``max_pairs``), so this look
         spends all the error left; a decided stop keeps the look's own boundary.
     """
+    found = paired_look_detail(base_windows, cand_windows, margins, plan, alpha=alpha, final=final)
+    return {name: c.comparison for name, c in found.items()}
+
+
+def paired_look_detail(
+    base_windows: Sequence[np.ndarray],
+    cand_windows: Sequence[np.ndarray],
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    *,
+    alpha: float,
+    final: bool,
+) -> dict[str, paired.PairedComparison]:
+    """:func:`paired_look` with each quantile's per-pair ratios kept: the
+    :class:`~pytest_roofline.stats.paired.PairedComparison` whose ``comparison`` is decided at
+    the look's boundary."""
     pairs = min(len(base_windows), len(cand_windows))
     boundary = plan.boundary(_look_of(plan, pairs), final=final)
     base, cand = list(base_windows[:pairs]), list(cand_windows[:pairs])
-    out: dict[str, stats.QuantileComparison] = {}
+    out: dict[str, paired.PairedComparison] = {}
     for name, margin in margins.items():
         result = paired.compare_paired(base, cand, QUANTILES[name], delta=margin, alpha=alpha)
-        out[name] = decided_at_look(
-            result.comparison, Estimate.from_paired(result), margin, boundary
-        )
+        decided = decided_at_look(result.comparison, Estimate.from_paired(result), margin, boundary)
+        out[name] = replace(result, comparison=decided)
     return out
 
 

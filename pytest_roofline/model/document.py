@@ -287,13 +287,26 @@ class Series(Record):
 
 @dataclass(frozen=True, slots=True)
 class PairedTest(Record):
-    """A paired run's per-round facts of one test (``tests[].paired``)."""
+    """A paired run's per-round facts of one test (``tests[].paired``).
+
+    On persistent workers (0.2.0) a round is a window pair: ``rounds`` counts the pairs kept,
+    ``pairs`` those run, ``pairs_dropped`` those left out for a host-disturbed window on either
+    side, ``stop`` why the alternation stopped (``decided``, ``max_pairs``, ``error``) and
+    ``canary`` the pairs per canary state (``quiet``, ``disturbed_a`` (baseline),
+    ``disturbed_b`` (candidate), ``disturbed_both``, ``unread``).
+    """
+
+    _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop")
 
     rounds: int | None = None
     rounds_used: Mapping[str, int] = field(default_factory=dict)
     ratios: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
     samples: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     batch_size: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
+    pairs: int | None = None
+    pairs_dropped: int | None = None
+    stop: str | None = None
+    canary: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,7 +555,16 @@ class RoundTiming(Record):
 
 @dataclass(frozen=True, slots=True)
 class PairedRun(Record):
-    """How a paired run (``pytest-roofline ab``) was made (``run.paired``)."""
+    """How a paired run (``pytest-roofline ab``) was made (``run.paired``).
+
+    0.2.0 (persistent workers): ``round_seconds`` holds, per window pair and side, the seconds
+    that side's windows took over all tests; ``windows`` the alternation's settings
+    (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``); ``pairs_dropped`` the pairs
+    left out for a disturbed host over all tests; ``startup_s`` the workers' start and
+    collection; ``canary_s`` the time of the canary readings around the windows.
+    """
+
+    _OMIT_IF_NONE = ("pairs_dropped", "startup_s", "canary_s")
 
     baseline_ref: str | None = None
     baseline_commit: str | None = None
@@ -557,6 +579,10 @@ class PairedRun(Record):
     sides: Mapping[str, PairedSide] = field(default_factory=dict)
     round_seconds: tuple[RoundTiming, ...] = ()
     wall_s: float | None = None
+    windows: Mapping[str, float] = field(default_factory=dict)
+    pairs_dropped: int | None = None
+    startup_s: float | None = None
+    canary_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,26 @@ interpreter and tree. The worker
    ``("window", nodeid, seconds)`` runs that test's protocol (set-up, call, teardown) once more
    with a sampling budget of ``seconds`` and answers ``("window", reply)`` with the per-call
    samples (little-endian float64 bytes), the batch size, the stop reason, the timings and the
-   counters' CPU share; a test that fails, errors or skips answers with that outcome and the
-   message instead of samples. ``("stop",)`` tears the fixtures down, answers
-   ``("stopped", info)`` and ends the session, after which ``("exited", status)`` follows.
+   counters' CPU share, and the host canary's judgement of the window (below); a test that
+   fails, errors or skips answers with that outcome and the message instead of samples.
+   ``("stop",)`` tears the fixtures down, answers ``("stopped", info)`` and ends the session,
+   after which ``("exited", status)`` follows.
 
 The measurement is the plugin's own: the ``roofline`` fixture's probe samples under a
 :class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early
 stop, no replay, no per-test outcome) and the samples are read from the call-phase report's
 ``roofline`` attribute, exactly as the plugin's controller reads them. The first window of a
 test warms up for the plugin's warm-up time; later windows re-warm briefly (``rewarm_s``).
+
+Host canary (issue 10): each window is bracketed by readings of this process's canary
+(:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, with
+half its budget share, since a worker measures about half the job's wall time): the reading
+before is the last one if it is recent (usually the previous window's "after"), the reading
+after is taken at once, and both are judged against this worker's level. The judgement
+(``quiet`` / ``disturbed`` / ``unread``) goes back with the window as JSON text; the controller
+drops pairs disturbed on either side (:mod:`pytest_roofline.ab.pairs`). The canary is off
+under ``--roofline-no-canary`` and under a fake clock without a canary hook (the judgement is
+then ``None``).
 
 Between windows of one test only function-scoped fixtures are torn down: the test's module,
 class and session fixtures stay set up as in an ordinary run, and are torn down when a window
@@ -52,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROTOCOL_VERSION", "WindowServer", "serve"]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: canary judgement per window; tags, target, machine at collection
 # Longest message text sent back (a traceback); the controller shows it as is.
 _MESSAGE_CHARS = 4000
 REPORT_ATTRIBUTE = "roofline"  # pytest_roofline.plugin.session.REPORT_ATTRIBUTE
@@ -85,6 +96,8 @@ class WindowServer:
         self._collect_errors: list[str] = []
         self._reports: list[pytest.TestReport] = []
         self._windows: dict[str, int] = {}
+        self._canary_made = False
+        self._canary_obj: Any = None
 
     # -- configuration and collection -----------------------------------------------------
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -117,9 +130,16 @@ class WindowServer:
                 settings = item.stash.get(SETTINGS_KEY, None)
                 if settings is not None:
                     budgets[item.nodeid] = float(settings.budget_s)
+        from pytest_roofline.plugin import SESSION_KEY
+
+        roofline = session.config.stash[SESSION_KEY]
+        target = roofline.target
         return {
             "protocol": PROTOCOL_VERSION,
             "pid": os.getpid(),
+            "tags": dict(roofline.tags),
+            "target": json.dumps(target.to_dict() if target is not None else {}),
+            "machine": str(roofline.machine),
             "python": sys.executable,
             "cwd": os.getcwd(),
             "rootdir": str(session.config.rootpath),
@@ -197,6 +217,10 @@ class WindowServer:
 
             warmup = float(item.config.stash[SESSION_KEY].settings.warmup_s)
         item.stash[WINDOW_KEY] = SamplingWindow(budget_s=seconds, warmup_s=warmup)
+        canary = self._canary(item)
+        canary_began = time.monotonic_ns()
+        opened = canary.open_window(item.nodeid) if canary is not None else None
+        canary_ns = time.monotonic_ns() - canary_began
         self._reports = []
         started = time.monotonic_ns()
         try:
@@ -205,6 +229,10 @@ class WindowServer:
         finally:
             finished = time.monotonic_ns()
             del item.stash[WINDOW_KEY]
+        judgement = None
+        if canary is not None and opened is not None:
+            judgement = canary.close_window(opened)
+            canary_ns += time.monotonic_ns() - finished
         reports, self._reports = self._reports, []
         reply: dict[str, Any] = {
             "nodeid": item.nodeid,
@@ -212,6 +240,8 @@ class WindowServer:
             "started_ns": started,
             "finished_ns": finished,
             "warmup_requested_s": warmup,
+            "canary": json.dumps(judgement.to_dict()) if judgement is not None else None,
+            "canary_s": canary_ns / 1e9,
         }
         for report in reports:
             if report.failed:
@@ -234,6 +264,25 @@ class WindowServer:
                 # The terminal reporter keeps every report: drop the samples it would hold.
                 delattr(call, REPORT_ATTRIBUTE)
         return reply
+
+    def _canary(self, item: pytest.Item) -> Any:
+        """This worker's started canary (``None``: off), made on the first window."""
+        if self._canary_made:
+            return self._canary_obj
+        self._canary_made = True
+        from pytest_roofline.plugin import SESSION_KEY
+
+        canary = item.config.stash[SESSION_KEY].window_canary()
+        if canary is not None:
+            import dataclasses
+
+            # The canary's budget is a share of the wall time since it started, and this worker
+            # measures only about half of it (the other side's windows take the rest): half the
+            # share keeps the readings within the share of this worker's own windows.
+            settings = canary.settings
+            canary.settings = dataclasses.replace(settings, budget_share=settings.budget_share / 2)
+        self._canary_obj = canary
+        return canary
 
     @staticmethod
     def _measured(data: dict[str, Any]) -> dict[str, Any]:

@@ -327,18 +327,24 @@ def _measure(
                         state="unavailable", reason=test.error, command=command
                     )
                     continue
+                # Pairs with a host-disturbed window on either side are left out (ab.pairs).
+                base, cand = test.kept
                 paired = paired_look(
-                    test.base_windows,
-                    test.cand_windows,
-                    margins,
-                    plan,
-                    alpha=gate.alpha,
-                    final=test.stop != "decided",
+                    base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
                 )
+                dropped = len(test.dropped)
                 found[nodeid] = confirmation_from(
-                    asked[nodeid], paired, command=command, pairs=test.pairs, stop=test.stop
+                    asked[nodeid],
+                    paired,
+                    command=command,
+                    pairs=test.pairs,
+                    pairs_dropped=dropped,
+                    stop=test.stop,
+                    note=f"{dropped} of {test.pairs} pairs dropped: host disturbed"
+                    if dropped
+                    else None,
                 )
-                log(f"{nodeid}: {test.pairs} window pairs ({test.stop})")
+                log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {dropped} dropped")
     except RooflineError as exc:
         reason = f"the paired workers failed: {exc}"
         for nodeid in nodeids:

@@ -334,6 +334,19 @@ class RooflineSession:
         )
         return self._watch
 
+    def window_canary(self) -> Canary | None:
+        """The started host canary of a paired worker's windows, or ``None`` when it is off.
+
+        The canary of :meth:`_host_watch` (off under ``--roofline-no-canary`` and under a fake
+        clock without a canary hook); :mod:`~pytest_roofline.plugin.ab_worker` reads it around
+        each window instead of the watch's own re-measuring protocol.
+        """
+        watch = self._host_watch()
+        if watch is None or watch.canary is None:
+            return None
+        watch.start()
+        return watch.canary
+
     def _stop_rule(self, entry: BaselineEntry | None) -> StopRule:
         """When sampling may stop: with a baseline, once every gated quantile is decided
         (group-sequential looks, :class:`gate.looks.TwoRunStop`); without one, once the p95

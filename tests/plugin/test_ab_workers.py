@@ -25,6 +25,8 @@ from pytest_roofline.ab.workers import (
     pair_order,
 )
 
+from .conftest import FAKE_CLOCK_CONFTEST
+
 ROOFLINE_YAML = """
 target: ci-runner
 targets:
@@ -217,6 +219,7 @@ def test_a_test_that_fails_on_one_side_is_an_error_for_that_test_only(
     assert failed.stop == "error"
     assert failed.error is not None
     assert "candidate side" in failed.error and "broken on this side" in failed.error
+    assert failed.error_outcome == "failed"
     # The baseline's first window ran; the workers stay usable for the next test.
     assert len(failed.base_windows) == 1 and failed.cand_windows == []
     assert run.tests["tests/test_perf.py::test_other"].stop == "max_pairs"
@@ -303,3 +306,97 @@ def test_a_missing_working_directory_names_the_side(tmp_path: Path) -> None:
     ):
         pass
     assert info.value.side == "baseline"
+
+
+# A scripted host: both sides time samples and canary on the fake clock (tests/plugin/conftest);
+# the candidate's canary runs 4x slower in the reading after its third window, which is also the
+# "before" of its fourth (a recent reading is reused), so its windows 3 and 4 read disturbed.
+CANARY_CONFTEST = (
+    FAKE_CLOCK_CONFTEST
+    + """
+import pathlib, zlib
+import numpy as np
+import sidepkg
+from pytest_roofline.measure.canary import Canary, CanaryKernels
+
+HERE = pathlib.Path(__file__).parent
+WINDOWS = {"n": 0}
+
+def kernel(ns):
+    def call():
+        slow = sidepkg.SIDE == 2 and WINDOWS["n"] == 3
+        advance(ns * 1e-9 * (4.0 if slow else 1.0))
+    return call
+
+@pytest.hookimpl
+def pytest_roofline_canary(config):
+    if not (HERE / "CANARY").exists():
+        return None  # the fake clock without a canary: the canary is off
+    kernels = CanaryKernels(
+        calls={"python": kernel(10_000), "stream": kernel(20_000)},
+        spec={"python": "fake loop", "stream": "fake triad"},
+    )
+    return Canary(kernels, clock=CLOCK)
+
+@pytest.fixture
+def work():
+    WINDOWS["n"] += 1
+    rng = np.random.default_rng([sidepkg.SIDE, WINDOWS["n"]])
+    def call():
+        advance(1e-3 * rng.lognormal(0.0, 0.03))
+    return call
+"""
+)
+SCRIPTED = WindowSettings(
+    window_s=0.02, min_pairs=4, max_pairs=8, first_warmup_s=0.005, rewarm_s=0.001
+)
+
+
+def scripted_side(root: Path, side: int, *, canary: bool) -> Path:
+    make_side(root, side, n=10)
+    (root / "tests" / "conftest.py").write_text(CANARY_CONFTEST)
+    (root / "tests" / "test_perf.py").write_text(
+        "def test_kernel(roofline, work):\n    roofline(work)\n"
+    )
+    if canary:
+        (root / "tests" / "CANARY").write_text("")
+    return root
+
+
+def test_pairs_with_a_disturbed_window_are_dropped_and_the_canary_is_off_without_a_hook(
+    tmp_path: Path,
+) -> None:
+    nodeid = "tests/test_perf.py::test_kernel"
+    seen: list[int] = []
+
+    def should_continue(name: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> bool:
+        seen.append(len(base))
+        return True
+
+    base = scripted_side(tmp_path / "a", 1, canary=True)
+    cand = scripted_side(tmp_path / "b", 2, canary=True)
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), SCRIPTED) as workers:
+        test = workers.measure_test(nodeid, should_continue)
+    assert test.pairs == 8 and test.stop == "max_pairs"
+    states = [(w.side, w.index, w.canary.state if w.canary else None) for w in test.windows]
+    disturbed = [(side, index) for side, index, state in states if state == "disturbed"]
+    assert disturbed == [("candidate", 2), ("candidate", 3)], states
+    assert all(state in ("quiet", "disturbed") for _, _, state in states)
+    assert [p.state for p in test.paired_canary] == [
+        "quiet", "quiet", "disturbed_b", "disturbed_b", "quiet", "quiet", "quiet", "quiet",
+    ]  # fmt: skip
+    assert test.dropped == (2, 3)
+    kept_base, kept_cand = test.kept
+    assert len(kept_base) == len(kept_cand) == 6
+    # The stop rule sees the kept pairs only: at the first look (4 pairs) none can go yet
+    # (min_pairs remain), at the second (6 pairs) the two disturbed ones are left out.
+    assert seen == [4, 4]
+    assert test.canary_s > 0
+
+    # The same fake clock without a canary hook: no judgement, nothing dropped.
+    (base / "tests" / "CANARY").unlink()
+    (cand / "tests" / "CANARY").unlink()
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), SCRIPTED) as workers:
+        test = workers.measure_test(nodeid)
+    assert all(w.canary is None for w in test.windows)
+    assert test.dropped == () and len(test.kept[0]) == 8

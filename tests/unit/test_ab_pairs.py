@@ -1,0 +1,204 @@
+"""Window pairs of ``pytest-roofline ab``: disturbed pairs dropped, the stop rule, the analysis.
+
+Windows are built here (seeded samples, scripted canary judgements); no worker runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
+from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin
+from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
+from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
+from pytest_roofline.config.settings import GateSettings
+from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.measure.canary import WindowJudgement
+from pytest_roofline.measure.measurement import Measurement
+from pytest_roofline.measure.sampling import SampleSet
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.store import RunRecord, Store
+
+NODEID = "t.py::test_kernel"
+FLOORS = {"python": 1.2, "stream": 1.2}
+
+
+def judgement(state: str, worst: float = 1.0) -> WindowJudgement:
+    ratios = {"python": worst, "stream": 1.0}
+    return WindowJudgement(
+        test_id=NODEID,
+        state=state,  # type: ignore[arg-type]
+        ratios_before=ratios,
+        ratios_after=ratios,
+        floors=FLOORS,
+        disturbed_kinds=("python",) if state == "disturbed" else (),
+        opened_at_s=0.0,
+        closed_at_s=0.1,
+    )
+
+
+QUIET = judgement("quiet")
+
+
+# ------------------------------------------------------------------------------ dropping pairs
+def test_a_pair_is_disturbed_when_either_sides_window_is() -> None:
+    assert pair_severity(QUIET, QUIET) is None
+    assert pair_severity(None, None) is None  # canary off: nothing says the host moved
+    assert pair_severity(judgement("unread"), QUIET) is None
+    assert pair_severity(QUIET, judgement("disturbed", 2.4)) == pytest.approx(2.0)
+    assert pair_severity(judgement("disturbed", 1.8), judgement("disturbed", 3.6)) == (
+        pytest.approx(3.0)
+    )
+
+
+def test_every_disturbed_pair_is_dropped_while_enough_pairs_remain() -> None:
+    assert pairs_to_drop([None, 1.5, None, None, None, 2.0, None, None], 4) == (1, 5)
+
+
+def test_the_most_disturbed_pairs_go_first_and_min_pairs_always_remain() -> None:
+    severity = [1.5, 3.0, None, 2.0, None, 1.2]
+    assert pairs_to_drop(severity, 4) == (1, 3)
+    assert pairs_to_drop(severity, 5) == (1,)
+    assert pairs_to_drop(severity, 6) == ()
+    assert pairs_to_drop(severity, 0) == (0, 1, 3, 5)
+    # Equal severity: the earlier pair goes, the later stays.
+    assert pairs_to_drop([2.0, None, 2.0, None, None], 4) == (0,)
+
+
+def test_min_pairs_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="min_pairs"):
+        pairs_to_drop([None], -1)
+
+
+def test_paired_windows_name_the_disturbed_side() -> None:
+    pairs = paired_windows(
+        [QUIET, judgement("disturbed", 2.0), None], [judgement("disturbed", 2.0), QUIET, None]
+    )
+    assert [p.state for p in pairs] == ["disturbed_b", "disturbed_a", "unread"]
+
+
+# ------------------------------------------------------------------------------- the stop rule
+def test_rounds_and_budget_map_to_pairs_and_windows() -> None:
+    w = ab_windows(8, 1.0)
+    assert (w.min_pairs, w.max_pairs, w.look_every, w.window_s) == (4, 8, 2, 0.125)
+    small = ab_windows(3, 0.3)
+    assert (small.min_pairs, small.max_pairs) == (3, 3)
+
+
+def test_the_stop_rule_waits_only_for_quantiles_the_windows_can_assess() -> None:
+    gate = GateSettings()
+    margins = {name: paired_margin(gate, name) for name in ("p50", "p95", "p99")}
+    rule = AssessedStop(margins, ab_plan(gate, ab_windows(8, 1.0), 1), alpha=gate.alpha)
+    rng = np.random.default_rng(3)
+    # 60 samples a window: p95 (20 a window) is assessed, p99 (100) is not.
+    base = [1e-3 * rng.lognormal(0, 0.02, 60) for _ in range(4)]
+    cand = [1e-3 * rng.lognormal(0, 0.02, 60) for _ in range(4)]
+    assert set(rule.assessed(base, cand)) == {"p50", "p95"}
+    # Unchanged and quiet: p50 and p95 are SAME at the first look, so the test stops.
+    assert rule(NODEID, base, cand) is False
+    # A 3x slower candidate is DIFFERENT at once.
+    assert rule(NODEID, base, [3 * c for c in cand]) is False
+    # Noisy pairs leave it UNKNOWN: more pairs.
+    noisy = [1e-3 * rng.lognormal(rng.normal(0, 0.3), 0.02, 60) for _ in range(4)]
+    assert rule(NODEID, base, noisy) is True
+
+
+# -------------------------------------------------------------------------------- the analysis
+def payload(samples: np.ndarray) -> dict[str, object]:
+    sample_set = SampleSet(samples, 1, 1, 0.0, "budget", float(samples.sum()), False)
+    result = TestResult(
+        NODEID, None, ("team",), "revert", SlaSpec(), None, Measurement(sample_set, None, (), None)
+    )
+    return json.loads(json.dumps(result.to_dict(include_samples=False)))  # type: ignore[no-any-return]
+
+
+def windows(
+    effect: float, pairs: int, disturbed: dict[int, Side], seed: int = 0
+) -> tuple[Window, ...]:
+    """``pairs`` ABBA pairs sharing a per-pair machine speed; ``disturbed`` pair -> the side whose
+    window ran 4x slower and whose canary said so."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for pair in range(pairs):
+        speed = rng.lognormal(0, 0.1)
+        for side in pair_order(pair):
+            slow = disturbed.get(pair) == side
+            samples = speed * (effect if side == "candidate" else 1.0) * 1e-3
+            samples = samples * (4.0 if slow else 1.0) * rng.lognormal(0, 0.02, 60)
+            out.append(
+                Window(
+                    side=side, nodeid=NODEID, pair=pair, index=pair, samples_s=samples,
+                    batch_size=1, stop_reason="budget", sampling_s=0.06, warmup_s=0.01,
+                    wall_s=0.08, started_ns=0, finished_ns=0, cpu_share=None,
+                    result=payload(samples),
+                    canary=judgement("disturbed", 4.0) if slow else QUIET, canary_s=0.001,
+                )
+            )  # fmt: skip
+    return tuple(out)
+
+
+def collect(side: Side, commit: str) -> CollectInfo:
+    return CollectInfo(
+        side=side, pid=1, python="python", rootdir="/r", ids=(NODEID,), measured=(NODEID,),
+        budgets_s={}, probe={}, startup_s=1.0, tags={"git_commit": commit, "python": "3.11"},
+        target={}, machine="m",
+    )  # fmt: skip
+
+
+def analyse(test: TestWindows) -> tuple[dict[str, object], list[object]]:
+    gate = GateSettings()
+    document, stored = analyse_windows(
+        {NODEID: test},
+        baseline=collect("baseline", "aaa"),
+        candidate=collect("candidate", "bbb"),
+        plan=ab_plan(gate, ab_windows(8, 1.0), 1),
+        gate=gate,
+        baseline_label="main",
+        started=1.0,
+        finished=2.0,
+        max_pairs=8,
+    )
+    return document.to_json(), list(stored)
+
+
+def test_a_pair_disturbed_on_one_side_is_left_out_of_the_comparison_and_counted(
+    tmp_path: object,
+) -> None:
+    # Unchanged code; pair 2's candidate window ran 4x slower while its canary read disturbed.
+    all_windows = windows(1.0, 8, {2: "candidate"})
+    kept = TestWindows(NODEID, all_windows, pairs=8, stop="max_pairs", wall_s=1.0, dropped=(2,))
+    document, _ = analyse(kept)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["paired"]["rounds"] == 7 and test["paired"]["pairs"] == 8
+    assert test["paired"]["pairs_dropped"] == 1
+    assert test["paired"]["canary"]["disturbed_b"] == 1
+    assert test["paired"]["canary"]["quiet"] == 7
+    assert all(r < 1.2 for r in test["paired"]["ratios"]["p50"])
+    assert test["change"]["p50"]["ratio"] == pytest.approx(1.0, abs=0.03)
+    assert document["run"]["rounds"] == 8  # type: ignore[index]
+    # Without dropping, the disturbed pair's x4 is one of the per-pair ratios.
+    everything = TestWindows(NODEID, all_windows, pairs=8, stop="max_pairs", wall_s=1.0)
+    document, _ = analyse(everything)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert max(test["paired"]["ratios"]["p50"]) > 3
+
+
+def test_the_stored_run_splits_back_into_the_kept_pairs(tmp_path: object) -> None:
+    from pathlib import Path
+
+    test = TestWindows(
+        NODEID, windows(1.5, 6, {1: "baseline"}), pairs=6, stop="decided", wall_s=1.0, dropped=(1,)
+    )
+    document, stored = analyse(test)
+    assert document["decision"] == "rollback"
+    record = RunRecord("ab", 1.0, 2.0, {}, {}, "m", design="paired")
+    with Store.open(Path(str(tmp_path)) / "s.sqlite", create=True) as store:
+        run_id = store.save_run(record, stored)  # type: ignore[arg-type]
+        samples = load_paired(store, run_id)[NODEID]
+    assert len(samples.baseline) == len(samples.candidate) == 5
+    base, cand = test.kept
+    assert all(np.array_equal(a, b) for a, b in zip(samples.baseline, base, strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(samples.candidate, cand, strict=True))
