@@ -1,13 +1,12 @@
-"""Where a side's code came from: the probe ``pytest-roofline ab`` loads into every round.
+"""Where a side's code came from: the record each paired worker sends when it stops.
 
-``pytest-roofline ab`` runs each round as ``python -m pytest -p pytest_roofline.plugin.ab_imports
---roofline-ab-probe=PATH ...``. At the end of the session this plugin writes to ``PATH`` a small
-JSON record of the files the session imported: the pytest rootdir, the collected test files,
-every module loaded from outside the Python environment (the trees' own code, editable installs,
-``PYTHONPATH`` entries) and the top-level modules loaded from the environment (installed
-copies). The command, not this plugin, judges the record: a baseline round that imported the
-candidate's tree, or the reverse, would compare a tree with itself, and is refused
-(:func:`pytest_roofline.ab.check_side`).
+A paired worker (:mod:`pytest_roofline.plugin.ab_worker`) calls :func:`probe_record` at the end
+of its session: a small JSON-able record of the files the session imported: the pytest rootdir,
+the collected test files, every module loaded from outside the Python environment (the trees'
+own code, editable installs, ``PYTHONPATH`` entries) and the top-level modules loaded from the
+environment (installed copies). The ``ab`` command, not this module, judges the record: a
+baseline worker that imported the candidate's tree, or the reverse, would compare a tree with
+itself, and is refused (:func:`pytest_roofline.ab.sides.check_side`).
 
 It only records; it changes nothing about the run.
 """
@@ -15,7 +14,6 @@ It only records; it changes nothing about the run.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import site
 import sys
@@ -23,11 +21,8 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-import pytest
+__all__ = ["environment_dirs", "probe_record"]
 
-__all__ = ["PROBE_OPTION", "environment_dirs", "probe_record"]
-
-PROBE_OPTION = "--roofline-ab-probe"
 PROBE_FORMAT = "pytest-roofline-ab-probe"
 
 
@@ -88,23 +83,3 @@ def probe_record(rootdir: Path, test_files: list[str]) -> dict[str, Any]:
         "modules": modules,
         "environment_modules": env_top,
     }
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        PROBE_OPTION,
-        metavar="PATH",
-        default=None,
-        dest="roofline_ab_probe",
-        help="(used by pytest-roofline ab) write which files this session imported to PATH.",
-    )
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    target = session.config.getoption("roofline_ab_probe")
-    if not target:
-        return
-    files = [str(Path(str(item.path)).resolve()) for item in getattr(session, "items", ())]
-    record = probe_record(Path(session.config.rootpath), files)
-    Path(target).write_text(json.dumps(record), encoding="utf-8")

@@ -198,6 +198,14 @@ def evidence_lines(test: TestRecord) -> tuple[str, ...]:
         if confirmation.state == "unavailable" and confirmation.reason:
             text += f": {confirmation.reason}"
         lines.append(text)
-    if test.stop_reason:
+    paired = test.paired
+    if paired is not None and paired.pairs is not None:
+        text = f"paired rounds: {paired.pairs} window pairs"
+        if paired.pairs_dropped:
+            text += f", {paired.pairs_dropped} dropped for a disturbed host"
+        if paired.stop:
+            text += f", stopped: {paired.stop}"
+        lines.append(text)
+    elif test.stop_reason:
         lines.append(f"sampling stopped: {_STOP.get(test.stop_reason, test.stop_reason)}")
     return tuple(lines)

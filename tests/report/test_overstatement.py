@@ -458,7 +458,7 @@ def test_every_renderer_says_what_an_escalation_rests_on() -> None:
     assert "DIFFERENT" in row and "host disturbed" in row and "paired confirmation" in row
     page = _page(document)
     article = next(m for m in page.find_all("article", cls="memo") if nodeid in m.text)
-    assert "Host canary" in article.text and "Paired confirmation" in article.text
+    assert "Host canary" in article.text and "confirmation inconclusive" in article.text
     assert "DIFFERENT (margin" in article.text
 
 
@@ -469,3 +469,15 @@ def test_a_document_from_before_the_three_way_rule_shows_no_evidence_lines() -> 
             change.pop("outcome", None)
     record = RunDocument.read(document).tests[0]
     assert "Evidence:" not in memo_text(record)
+
+
+def test_a_paired_test_says_how_many_window_pairs_it_used_and_dropped() -> None:
+    document = _escalated_on_a_disturbed_host()
+    test = document["tests"][0]
+    test.pop("confirmation")
+    test["paired"] = {"rounds": 9, "pairs": 12, "pairs_dropped": 3, "stop": "max_pairs"}
+    memo = memo_text(RunDocument.read(document).tests[0])
+    assert (
+        "paired rounds: 12 window pairs, 3 dropped for a disturbed host, stopped: max_pairs" in memo
+    )
+    assert "sampling stopped" not in memo

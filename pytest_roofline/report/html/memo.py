@@ -202,7 +202,7 @@ def _evidence(test: TestRecord) -> tuple[Fact, ...]:
     for line in evidence_lines(test):
         name, _, rest = line.partition(" ")
         if name in ("host", "paired", "sampling"):
-            label = {"host": "Host canary", "paired": "Paired confirmation", "sampling": "Sampling"}
+            label = {"host": "Host canary", "paired": "Paired", "sampling": "Sampling"}
             facts.append(Fact(label[name], rest))
     for violation in test.sla.violations:
         facts.append(Fact("SLA breach", violation, "sla-breach"))
