@@ -30,6 +30,7 @@ from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.gate.looks import final_boundary, session_plan
+from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.measurement import QualityRecord
 from pytest_roofline.model.results import QuantileSummary, TestResult, summarize
@@ -91,6 +92,9 @@ class EvidenceContext:
     hardware_differs: str | None = None
     baseline_label: str | None = None
     n_boot: int = stats.DEFAULT_N_BOOT
+    # Explicit thresholds per quantile (``--roofline-fail=p50:10%``, pytest-benchmark's
+    # ``--benchmark-compare-fail``): an extra policy rule on top of the margins (gate.thresholds).
+    fail_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def comparisons(self) -> int:
@@ -111,9 +115,17 @@ class BaselineEntry:
     declared: DeclaredWork | None
     quality: Mapping[str, QualityRecord]
     history_samples: tuple[np.ndarray, ...] = ()
+    # Per history run (aligned with ``history_samples``): quantiles known without samples, as a
+    # pytest-benchmark run saved without ``--benchmark-save-data`` has them (``{"p50": s}``).
+    history_quantiles_s: tuple[Mapping[str, float], ...] = ()
 
     @classmethod
-    def of(cls, result: TestResult, history: Sequence[np.ndarray] = ()) -> BaselineEntry:
+    def of(
+        cls,
+        result: TestResult,
+        history: Sequence[np.ndarray] = (),
+        history_quantiles_s: Sequence[Mapping[str, float]] = (),
+    ) -> BaselineEntry:
         """The entry of the baseline's result of a test, and earlier runs' samples."""
         measurement = result.measurement
         return cls(
@@ -121,6 +133,7 @@ class BaselineEntry:
             declared=measurement.declared,
             quality={q.name: q for q in measurement.quality},
             history_samples=tuple(history),
+            history_quantiles_s=tuple(history_quantiles_s),
         )
 
 
@@ -228,6 +241,8 @@ class TestEvidence:
     design: str = "two-run"
     host: HostCheck | None = None
     confirmation: Confirmation | None = None
+    # Explicit thresholds in force (``EvidenceContext.fail_thresholds``), for the policy's rule.
+    fail_thresholds: Mapping[str, float] = field(default_factory=dict)
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -236,10 +251,16 @@ def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMar
     documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`), capped at ``gate.max_margin``;
     a test whose floor exceeds the cap is too noisy to gate here."""
     runs = [*entry.history_samples, entry.samples_s]
+    known = [*entry.history_quantiles_s, *([{}] * (len(runs) - len(entry.history_quantiles_s)))]
     result = {}
     for name in GATED_QUANTILES:
         q = QUANTILES[name]
-        per_run = [float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size]
+        # A summary-only run (no samples) counts with the quantiles it recorded, in time order.
+        per_run = [
+            float(stats.hd_quantiles(s, [q])[0]) if s.size else known[i][name]
+            for i, s in enumerate(runs)
+            if s.size or name in known[i]
+        ]
         floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q), robust=True)
         result[name] = stats.gate_margin(
             context.min_effect.get(name, 0.0), floor, max_margin=context.max_margin
@@ -324,7 +345,9 @@ def should_replay(
     found = _compare(
         entry.samples_s, samples_s / common_mode, margins(entry, context), context, nodeid, salt=0
     )
-    return any(c.outcome == "different" for c in found.values())
+    return any(c.outcome == "different" for c in found.values()) or bool(
+        threshold_hits(found, context.fail_thresholds)
+    )
 
 
 def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[SlaOutcome]:
@@ -538,7 +561,10 @@ def evaluate(
                 reproduced,
                 {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
             )
-        elif any(c.outcome == "different" for c in comparisons.values()) and context.replay > 0:
+        elif context.replay > 0 and (
+            any(c.outcome == "different" for c in comparisons.values())
+            or threshold_hits(comparisons, context.fail_thresholds)
+        ):
             replay = ReplayOutcome(False, 0, None)
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
@@ -590,4 +616,5 @@ def evaluate(
         fidelity=counter_fidelity(
             declared, counters, calls=samples.size * measurement.samples.batch_size
         ),
+        fail_thresholds=context.fail_thresholds if entry is not None else {},
     )

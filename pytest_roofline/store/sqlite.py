@@ -38,6 +38,7 @@ from pytest_roofline.store.checks import (
     samples_from_blob,
 )
 from pytest_roofline.store.records import Baseline, RunRecord, StoredResult, StoredRun
+from pytest_roofline.store.summary_only import is_summary_only
 from pytest_roofline.text import is_utf8, shown
 
 __all__ = ["STORE_SCHEMA_VERSION", "Store"]
@@ -349,10 +350,13 @@ class Store:
         ):
             nodeid = _from_sql(raw_nodeid)
             where = f"{self.path}: run {run_id}, test {shown(nodeid)!r}"
+            decoded = decode_json_mapping(payload, where=f"{where}: payload")
             results[nodeid] = StoredResult(
                 nodeid=nodeid,
-                payload=decode_json_mapping(payload, where=f"{where}: payload"),
-                samples_s=samples_from_blob(blob, where=f"{where}: samples"),
+                payload=decoded,
+                samples_s=samples_from_blob(
+                    blob, where=f"{where}: samples", summary_only=is_summary_only(decoded)
+                ),
             )
         return StoredRun(run_id, record, results)
 
