@@ -49,7 +49,7 @@ from pytest_roofline.config.benchmark_marker import (
 )
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.plugin.benchmark_fixture import FIXTURE_KEY, BenchmarkFixture
-from pytest_roofline.plugin.session import SESSION_KEY
+from pytest_roofline.plugin.session import REPORT_ATTRIBUTE, SESSION_KEY
 
 __all__ = [
     "BenchmarkOptions",
@@ -379,15 +379,15 @@ class BenchmarkOptionsPlugin:
         if fixture is None:
             return report
         fixture.skipped = report.outcome == "skipped"
-        data = getattr(report, "roofline", None)
+        data = getattr(report, REPORT_ATTRIBUTE, None)
         if (
             report.when == "call"
             and isinstance(data, dict)
-            and isinstance(data.get("outcome"), dict)
+            and isinstance(data.get("record"), dict)
         ):
-            # group, name, param and extra_info ride with the test's outcome into the JSON
-            # document and the stored run, as pytest-benchmark keeps them with its stats.
-            data["outcome"]["benchmark"] = fixture.info()
+            # group, name, param and extra_info ride with the test's record into the run
+            # document (JSON report, stored run), as pytest-benchmark keeps them with its stats.
+            data["record"]["benchmark"] = fixture.info()
         return report
 
 
