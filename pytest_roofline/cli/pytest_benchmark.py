@@ -44,6 +44,7 @@ import numpy as np
 
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.errors import CliError
+from pytest_roofline.hardware.machine import cpuinfo
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
@@ -96,14 +97,6 @@ def _clean(value: object) -> str | None:
     return text or None
 
 
-def _proc_cpuinfo() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            return handle.read()
-    except OSError:
-        return ""
-
-
 def _first_cpu(text: str) -> dict[str, str]:
     info: dict[str, str] = {}
     for line in text.splitlines():
@@ -150,7 +143,8 @@ class MachineIdentity:
     @classmethod
     def here(cls, *, cpuinfo_text: str | None = None) -> MachineIdentity:
         """This machine, read the way pytest-benchmark (py-cpuinfo) reads it on Linux."""
-        info = _first_cpu(_proc_cpuinfo() if cpuinfo_text is None else cpuinfo_text)
+        # hardware.machine is the one /proc/cpuinfo reader; a given text is parsed the same way.
+        info = cpuinfo() if cpuinfo_text is None else _first_cpu(cpuinfo_text)
         model = None
         if all(k in info for k in ("cpu family", "model", "stepping")):
             model = f"family {info['cpu family']} model {info['model']} stepping {info['stepping']}"
