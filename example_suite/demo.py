@@ -346,6 +346,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "2/3 candidate: with the injected changes, compared with the baseline",
         [
             *common, "--roofline-baseline=baseline", "--roofline-save=candidate",
+            # The demo's changes are switched on by an environment variable, not committed:
+            # paired rounds against a worktree of the baseline's commit would run the changed
+            # code on both sides. A real change is a commit, and is confirmed that way.
+            "--roofline-confirm=never",
             f"--roofline-json={out / 'candidate.json'}",
             f"--roofline-report={out / 'candidate.html'}",
             f"--roofline-markdown={out / 'candidate.md'}",

@@ -286,8 +286,9 @@ class _Worker:
         args = [
             "-q", "-p", "no:cacheprovider", "--roofline", f"--roofline-store={store}",
             f"--roofline-budget={settings.window_s!r}", "--roofline-gate=never",
-            "--roofline-no-summary", *spec.pytest_args,
+            "--roofline-no-summary", "--roofline-no-canary", *spec.pytest_args,
         ]  # fmt: skip
+        # No host canary per window: alternation already puts a host shift on both sides.
         self.channel.send(
             {
                 "chdir": str(spec.workdir),
@@ -532,9 +533,16 @@ class PairedWorkers:
         return both, only_base, only_cand, unmeasured
 
     def measure_test(
-        self, nodeid: str, should_continue: ShouldContinue | None = None
+        self,
+        nodeid: str,
+        should_continue: ShouldContinue | None = None,
+        *,
+        window_s: float | None = None,
     ) -> TestWindows:
         """Alternate windows of ``nodeid`` (ABBA) until decided, ``max_pairs``, or an error.
+
+        :param window_s: this test's window budget (default ``settings.window_s``): a slow test
+            whose tail quantiles need more samples per window than the default budget gives.
 
         A test that fails, errors or skips on either side ends with ``stop="error"`` and the
         side's message; the workers stay usable. A worker that dies or hangs raises
@@ -551,7 +559,7 @@ class PairedWorkers:
             for side in pair_order(pair):
                 t0 = self._clock()
                 reply = self._workers[side].window(
-                    nodeid, settings.window_s, settings.window_timeout_s
+                    nodeid, window_s or settings.window_s, settings.window_timeout_s
                 )
                 wall = self._clock() - t0
                 if reply.get("outcome") != "passed":

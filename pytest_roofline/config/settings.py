@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
@@ -47,6 +47,7 @@ CONFIG_FILENAME = "roofline.yaml"
 YAML_KEYS = (
     "target", "targets", "slices", "owners", "sla", "gate", "tags", "layers",
     "budget", "min_samples", "max_samples", "warmup", "store", "counters", "ab",
+    "canary", "blas_threads",
 )  # fmt: skip
 GATE_KEYS = (
     "alpha",
@@ -110,6 +111,8 @@ class RooflineConfig:
     sla: SlaSpec
     summary: bool
     counters: bool
+    canary: bool = True
+    blas_threads: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +337,7 @@ _FLAG_WORDS = {
 _CLI_VALUE_KEYS: Mapping[str, str] = {
     "config": "path", "target": "target name", "store": "path", "save": "label",
     "baseline": "label", "json": "path", "report": "path", "markdown": "path",
-    "budget": "duration",
+    "budget": "duration", "blas_threads": "number of threads", "confirm": "auto or never",
 }  # fmt: skip
 
 
@@ -510,6 +513,35 @@ def build_config(
         )
         if value is not None and value != ""
     ]
+    canary = [
+        _parse_flag(value, where=origin)
+        for origin, value in (
+            ("--roofline-no-canary", cli.get("canary")),
+            ("ini roofline_canary", ini.get("canary")),
+            (f"{src}: canary", data.get("canary")),
+        )
+        if value is not None and value != ""
+    ]
+    blas_threads = [
+        parse_blas_threads(value, where=origin)
+        for origin, value in (
+            ("--roofline-blas-threads", cli.get("blas_threads")),
+            ("ini roofline_blas_threads", ini.get("blas_threads")),
+            (f"{src}: blas_threads", data.get("blas_threads")),
+        )
+        if value is not None and value != ""
+    ]
+    gate = _parse_gate(data.get("gate"), where=f"{src}: gate")
+    confirm = [
+        value
+        for origin, value in (
+            ("--roofline-confirm", cli.get("confirm")),
+            ("ini roofline_confirm", ini.get("confirm")),
+        )
+        if value is not None and value != "" and _check_confirm(value, where=origin)
+    ]
+    if confirm:
+        gate = replace(gate, confirm=cast(Confirm, confirm[0]))
     labels = {
         key: check_label(value, where=origin)
         for key, origin, value in (
@@ -551,7 +583,7 @@ def build_config(
         max_samples=max_samples,
         warmup_s=duration("warmup", "warmup", DEFAULTS.warmup_s, at_most=DEFAULTS.max_warmup_s),
         gate_on=gate_on,
-        gate=_parse_gate(data.get("gate"), where=f"{src}: gate"),
+        gate=gate,
         tags=tags,
         layers=_parse_layers(data.get("layers"), where=f"{src}: layers"),
         slices=slices,
@@ -559,7 +591,27 @@ def build_config(
         sla=parse_sla(data.get("sla"), where=f"{src}"),
         summary=bool(_first(cli.get("summary"), ini.get("summary"), True)),
         counters=counters[0] if counters else True,
+        canary=canary[0] if canary else True,
+        blas_threads=blas_threads[0] if blas_threads else None,
     )
+
+
+def _check_confirm(value: object, *, where: str) -> bool:
+    if value not in CONFIRM_CHOICES:
+        raise ConfigError(f"{where}: expected one of {list(CONFIRM_CHOICES)}, got {value!r}")
+    return True
+
+
+def parse_blas_threads(value: object, *, where: str) -> int:
+    """A BLAS thread count: a whole number >= 1 (``--roofline-blas-threads=1``)."""
+    if isinstance(value, bool):
+        value = None
+    text = str(value).strip() if isinstance(value, (int, str)) else ""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ConfigError(
+            f"{where}: expected a whole number of BLAS threads >= 1 (e.g. 1), got {value!r}"
+        )
+    return int(text)
 
 
 def resolve_test(

@@ -29,9 +29,10 @@ import numpy as np
 from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
-from pytest_roofline.gate.looks import final_boundary, session_plan
+from pytest_roofline.gate.looks import decided_at_look, final_boundary, session_plan
 from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.measure.hostwatch import HostState
 from pytest_roofline.measure.measurement import QualityRecord
 from pytest_roofline.model.results import QuantileSummary, TestResult, summarize
 from pytest_roofline.roofline import BoundChange, DeclaredWork, RooflinePoint
@@ -39,8 +40,6 @@ from pytest_roofline.stats.sequential import (
     Estimate,
     LookBoundary,
     SequentialPlan,
-    decide_look,
-    detectable_change,
 )
 from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.units import format_seconds
@@ -170,7 +169,6 @@ class QualityOutcome:
     ok: bool | None
 
 
-HostState = Literal["quiet", "disturbed", "unread"]
 ConfirmationState = Literal["confirmed", "overturned", "inconclusive", "unavailable"]
 
 
@@ -179,12 +177,15 @@ class HostCheck:
     """What the host canary saw around the test's measurement (``measure.canary``).
 
     ``remeasured`` is set when a first window was disturbed and the test was measured again
-    after the canary recovered; ``state`` is the window the samples come from.
+    after the canary recovered; ``state`` is the window the samples come from. ``shift`` names
+    the canary kinds that run slower than when the baseline was recorded, beyond their floor
+    (the host, not the code, may account for a slowdown between the two runs).
     """
 
     state: HostState
     reason: str
     remeasured: bool = False
+    shift: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -195,13 +196,17 @@ class Confirmation:
     ``state`` says what they established: the regression (``confirmed``), that it is not there
     (``overturned``: SAME), neither (``inconclusive``), or that no paired confirmation could be
     made (``unavailable``, with ``reason``). ``command`` is the ``pytest-roofline ab``
-    command that settles it by hand.
+    command that settles it by hand; ``pairs`` / ``pairs_dropped`` are the window pairs used
+    and dropped (disturbed host), ``stop`` why the alternation stopped.
     """
 
     state: ConfirmationState
     reason: str
     comparisons: Mapping[str, stats.QuantileComparison] = field(default_factory=dict)
     command: str | None = None
+    pairs: int | None = None
+    pairs_dropped: int | None = None
+    stop: str | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -277,30 +282,11 @@ def _at_look(
     """The comparison decided at the look sampling stopped at (``gate.looks``)."""
     p = comparison.p_value
     adjusted = min(1.0, p * comparisons) if math.isfinite(p) else math.nan
-    if comparison.verdict == "insufficient" or not math.isfinite(comparison.se_log):
-        return replace(comparison, p_adjusted=adjusted)
-    name = f"p{comparison.quantile * 100:g}"
-    three = decide_look(
+    return decided_at_look(
+        replace(comparison, p_adjusted=adjusted),
         Estimate.from_comparison(comparison),
-        boundary,
         margin,
-        base_s=comparison.base_s,
-        abs_floor_s=comparison.abs_floor_s,
-        label=name,
-    )
-    look = (
-        f"look {boundary.look}{', final' if boundary.final else ''}: "
-        f"DIFFERENT at one-sided {boundary.alpha_different:.2g}, SAME at {boundary.alpha_same:.2g}"
-    )
-    return replace(
-        comparison,
-        p_adjusted=adjusted,
-        ci=stats.ConfidenceInterval(three.ci_low, three.ci_high),
-        verdict=three.verdict,
-        outcome=three.outcome,
-        improvement=three.improvement,
-        mde=detectable_change(comparison.se_log, boundary),
-        reason=f"{three.reason} ({look})",
+        boundary,
     )
 
 
@@ -504,8 +490,12 @@ def evaluate(
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
     common_mode: float = 1.0,
+    confirmation: Confirmation | None = None,
 ) -> TestEvidence:
-    """Gather all evidence about one test (see the module docstring for the multiplicity rule)."""
+    """Gather all evidence about one test (see the module docstring for the multiplicity rule).
+
+    :param confirmation: the paired confirmation of a first-look regression, once made.
+    """
     measurement = result.measurement
     samples = measurement.samples_s
     summary = summarize(samples)
@@ -578,6 +568,7 @@ def evaluate(
             precision_change = (base_precision, cand_precision)
     quality, missing_quality = _quality(result, entry)
     counters = measurement.counters
+    watched = measurement.host
     return TestEvidence(
         nodeid=result.nodeid,
         owners=result.owners,
@@ -616,5 +607,14 @@ def evaluate(
         fidelity=counter_fidelity(
             declared, counters, calls=samples.size * measurement.samples.batch_size
         ),
+        host=HostCheck(
+            state=watched.state,
+            reason=watched.reason,
+            remeasured=watched.remeasured,
+            shift=watched.host_shift if entry is not None else None,
+        )
+        if watched is not None
+        else None,
+        confirmation=confirmation,
         fail_thresholds=context.fail_thresholds if entry is not None else {},
     )

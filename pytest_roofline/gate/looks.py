@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,12 +26,13 @@ from pytest_roofline.stats.sequential import (
     LookBoundary,
     SequentialPlan,
     decide_look,
+    detectable_change,
     two_run_information,
 )
 from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.vocabulary import QUANTILES
 
-__all__ = ["MAX_LOOKS", "TwoRunStop", "final_boundary", "session_plan"]
+__all__ = ["MAX_LOOKS", "TwoRunStop", "decided_at_look", "final_boundary", "session_plan"]
 
 MAX_LOOKS = 64
 """Looks a test may take at most. The sampler looks on a geometric schedule (every ~25% more
@@ -54,6 +56,44 @@ def final_boundary(plan: SequentialPlan, looks: Sequence[float], *, final: bool)
     if not info:
         return plan.boundary(1, information=[1.0], final=True)
     return plan.boundary(len(info), information=info, final=final)
+
+
+def decided_at_look(
+    comparison: stats.QuantileComparison,
+    estimate: Estimate,
+    margin: GateMargin,
+    boundary: LookBoundary,
+) -> stats.QuantileComparison:
+    """``comparison`` decided at ``boundary``'s nominal levels instead of its fixed ``alpha``.
+
+    The interval becomes the look's repeated confidence interval around ``estimate`` (a
+    two-run bootstrap estimate, or a paired t estimate with its degrees of freedom) and the
+    three-way rule is applied to it; the detectable change is the one at this look.
+    """
+    if comparison.verdict == "insufficient" or not math.isfinite(estimate.se_log):
+        return comparison
+    name = f"p{comparison.quantile * 100:g}"
+    three = decide_look(
+        estimate,
+        boundary,
+        margin,
+        base_s=comparison.base_s,
+        abs_floor_s=comparison.abs_floor_s,
+        label=name,
+    )
+    look = (
+        f"look {boundary.look}{', final' if boundary.final else ''}: "
+        f"DIFFERENT at one-sided {boundary.alpha_different:.2g}, SAME at {boundary.alpha_same:.2g}"
+    )
+    return replace(
+        comparison,
+        ci=stats.ConfidenceInterval(three.ci_low, three.ci_high),
+        verdict=three.verdict,
+        outcome=three.outcome,
+        improvement=three.improvement,
+        mde=detectable_change(comparison.se_log, boundary, df=estimate.df),
+        reason=f"{three.reason} ({look})",
+    )
 
 
 class TwoRunStop:

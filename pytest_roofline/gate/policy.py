@@ -221,21 +221,20 @@ def _regression(
 ) -> None:
     """Where a DIFFERENT comparison leads: rollback only when the evidence establishes it.
 
-    The host canary must have been quiet during the test (else the slowdown may be the host's);
-    a two-run regression must be confirmed by paired rounds against the baseline's commit where
-    that was possible, or, where not, lie beyond the label's history noise floor and reproduce
-    on replay.
+    Paired rounds against the baseline's commit decide when they were made (confirmed: roll
+    back; overturned: a note; inconclusive: escalate). Without them, the host canary must have
+    been quiet during the test and no slower than when the baseline was recorded (else the
+    slowdown may be the host's), and a two-run regression must lie beyond the label's history
+    noise floor and reproduce on replay.
     """
     change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
     text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
     host, confirmation = e.host, e.confirmation
-    if host is not None and host.state == "disturbed":
-        escalate.append(
-            f"{text}, but the host was disturbed during the test ({host.reason}): a regression "
-            "measured on a disturbed host cannot be rolled back on timing"
-        )
-        missing.append("a measurement on a quiet host")
-        return
+    settle = (
+        f"; settle it with {confirmation.command}" if confirmation and confirmation.command else ""
+    )
+    # Paired rounds against the baseline's commit are evidence of their own, measured after
+    # the first look with both sides under the same host conditions: they decide when made.
     if confirmation is not None and confirmation.state != "unavailable":
         paired = confirmation.comparisons.get(name)
         seen = f"paired x{paired.ratio:.3f} {_interval(paired)}" if paired is not None else "n/a"
@@ -253,6 +252,20 @@ def _regression(
             )
             missing.append("a decisive paired comparison")
         return
+    if host is not None and host.state == "disturbed":
+        escalate.append(
+            f"{text}, but the host was disturbed during the test ({host.reason}): a regression "
+            "measured on a disturbed host cannot be rolled back on timing" + settle
+        )
+        missing.append("a measurement on a quiet host")
+        return
+    if host is not None and host.shift and e.design == "two-run":
+        escalate.append(
+            f"{text}, but the host runs slower than when the baseline was recorded "
+            f"({host.shift}): the change between the two runs may be the host's" + settle
+        )
+        missing.append("a paired confirmation against the baseline's commit")
+        return
     if e.replay is not None and e.replay.attempted and not e.replay.reproduced:
         escalate.append(f"{text}, but it did not reproduce on replay")
         return
@@ -261,9 +274,6 @@ def _regression(
         missing.append("replay")
         return
     floor = margin.history_floor if margin is not None else 0.0
-    settle = (
-        f"; settle it with {confirmation.command}" if confirmation and confirmation.command else ""
-    )
     if e.design == "two-run" and not c.ci.low >= 1.0 + floor:
         escalate.append(
             f"{text}: not established beyond the label's run-to-run noise floor +{floor:.0%} "

@@ -7,7 +7,7 @@ the renderers read that record and nothing else. Pure (no pytest).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal, Protocol
 
@@ -18,12 +18,17 @@ from pytest_roofline.gate.evidence import TestEvidence
 from pytest_roofline.gate.policy import TestDecision
 from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.measure.canary import CanaryLevel, CanarySummary
+from pytest_roofline.measure.hostwatch import HostRecord
 from pytest_roofline.model.document import (
     BaselineSummary,
+    CanaryRunRecord,
+    ConfirmationRecord,
     CounterFidelity,
     CountersRecord,
     DeclaredRecord,
     DriftRecord,
+    HostRecordDoc,
     PlatformCell,
     PlatformTarget,
     QualityCheck,
@@ -313,4 +318,108 @@ def test_record(
         hardware_differs=e.hardware_differs,
         series=Series(_series(measurement.samples_s), _series(baseline_samples)),
         platforms=platform_cells(measurement.declared, presets),
+        host=_host(measurement.host, e),
+        confirmation=_confirmation(e),
+    )
+
+
+def _host(watched: HostRecord | None, e: TestEvidence) -> HostRecordDoc | None:
+    if watched is None:
+        return None
+    kept = watched.windows[-1] if watched.windows else None
+    counters = watched.host
+    return HostRecordDoc(
+        state=watched.state,
+        reason=watched.reason,
+        remeasured=watched.remeasured,
+        windows=len(watched.windows),
+        ratios=kept.ratios if kept is not None else {},
+        floors=dict(kept.floors) if kept is not None else {},
+        baseline_ratios=dict(watched.baseline_ratios),
+        host_shift=e.host.shift if e.host is not None else None,
+        cpu_share=counters.cpu_share if counters else None,
+        involuntary_switches=counters.involuntary_switches if counters else None,
+        steal_share=counters.steal_share if counters else None,
+        other_cpu_share=counters.other_cpu_share if counters else None,
+        load_1m=counters.load_1m if counters else None,
+    )
+
+
+def _confirmation(e: TestEvidence) -> ConfirmationRecord | None:
+    found = e.confirmation
+    if found is None:
+        return None
+    return ConfirmationRecord(
+        state=found.state,
+        reason=found.reason,
+        command=found.command,
+        change={name: change_record(c) for name, c in found.comparisons.items()},
+        pairs=found.pairs,
+        pairs_dropped=found.pairs_dropped,
+        stop=found.stop,
+    )
+
+
+def canary_record(
+    summaries: Sequence[CanarySummary],
+    *,
+    baseline: CanaryRunRecord | None = None,
+    blas: str | None = None,
+) -> CanaryRunRecord | None:
+    """The run's ``run.canary`` from every measuring process's canary summary.
+
+    The level and floors are the first process's (one process without xdist; under xdist each
+    worker judged its own windows against its own level). ``baseline_ratios`` compares that
+    level with the baseline run's where both used the same kernels.
+
+    :param blas: the BLAS oversubscription warning given at session start, if any.
+    """
+    if not summaries:
+        return None
+    first = summaries[0]
+    windows: dict[str, int] = {}
+    remeasured: set[str] = set()
+    between = run = wait = 0.0
+    for summary in summaries:
+        for state, count in summary.state_counts().items():
+            windows[state] = windows.get(state, 0) + count
+        remeasured.update(w.test_id for w in summary.windows if w.attempt > 0)
+        between += summary.cost.between_s
+        run += summary.cost.run_s
+        wait += summary.cost.recovery_wait_s
+    levels = dict(first.session.levels_s)
+    same_kernels = baseline is not None and dict(baseline.spec) == dict(first.spec)
+    return CanaryRunRecord(
+        processes=len(summaries),
+        spec=dict(first.spec),
+        levels_s=levels,
+        floors=dict(first.session.floors),
+        end_ratios=first.end.ratio_to(first.session) if first.end is not None else {},
+        baseline_ratios=(
+            {
+                k: v / baseline.levels_s[k]
+                for k, v in levels.items()
+                if baseline.levels_s.get(k, 0.0) > 0
+            }
+            if baseline is not None and same_kernels
+            else {}
+        ),
+        windows=windows,
+        remeasured=len(remeasured),
+        recovery_wait_s=wait,
+        cost_share=between / run if run > 0 else None,
+        blas=blas,
+    )
+
+
+def canary_level(record: CanaryRunRecord | None) -> CanaryLevel | None:
+    """A stored run's canary level, to compare a new run's with (``None``: it has none)."""
+    if record is None or not record.levels_s:
+        return None
+    return CanaryLevel(
+        at_s=0.0,
+        levels_s=dict(record.levels_s),
+        floors=dict(record.floors),
+        spread={},
+        readings=0,
     )

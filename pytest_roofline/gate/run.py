@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.gate.evidence import (
     MIN_COUNTER_COMPLETENESS,
     BaselineEntry,
+    Confirmation,
     EvidenceContext,
     evaluate,
 )
@@ -35,6 +37,7 @@ from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
 from pytest_roofline.gate.record import platform_targets, relevant_presets, test_record
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.model.document import (
+    CanaryRunRecord,
     CommonModeRecord,
     GateRecord,
     MethodRecord,
@@ -57,6 +60,7 @@ __all__ = [
     "COMMON_MODE_THRESHOLD",
     "MIN_TESTS_FOR_COMMON_MODE",
     "BaselineFacts",
+    "ab_command",
     "analyse_run",
     "baseline_entries",
     "evidence_context",
@@ -86,6 +90,7 @@ class BaselineFacts:
     target: str | None
     machine: str
     samples: Mapping[str, np.ndarray]
+    canary: CanaryRunRecord | None = None
     # Imported from pytest-benchmark: tags it never recorded are unknown, not changed.
     imported: bool = False
 
@@ -99,8 +104,17 @@ class BaselineFacts:
             target=str(latest.record.target.get("name", "")) or None,
             machine=latest.record.machine,
             samples={n: r.samples_s for n, r in latest.results.items()},
+            canary=_stored_canary(latest.record.summary),
             imported=is_imported(latest.record),
         )
+
+
+def _stored_canary(summary: Mapping[str, Any]) -> CanaryRunRecord | None:
+    """The host canary a stored run recorded (``run.canary`` of its document), if any."""
+    document = summary.get("document")
+    run = document.get("run") if isinstance(document, Mapping) else None
+    canary = run.get("canary") if isinstance(run, Mapping) else None
+    return CanaryRunRecord.from_json(canary) if isinstance(canary, Mapping) else None
 
 
 def evidence_context(
@@ -170,6 +184,11 @@ def replay_command(nodeid: str, baseline_label: str | None, target: str | None) 
     return shlex.join([*parts, nodeid])
 
 
+def ab_command(nodeid: str, commit: str) -> str:
+    """The ``pytest-roofline ab`` command that compares this test with ``commit`` in paired rounds."""
+    return shlex.join(["pytest-roofline", "ab", f"--baseline={commit}", "--", nodeid])
+
+
 def judge_test(
     result: TestResult,
     entry: BaselineEntry | None,
@@ -178,10 +197,18 @@ def judge_test(
     target: HardwareTarget | None,
     replays: Sequence[np.ndarray] = (),
     common_mode: float = 1.0,
+    confirmation: Confirmation | None = None,
 ) -> TestRecord:
-    """Evaluate and decide one test (``common_mode``: the run-wide shift to divide out)."""
+    """Evaluate and decide one test (``common_mode``: the run-wide shift to divide out;
+    ``confirmation``: the paired confirmation of a first-look regression, once made)."""
     evidence = evaluate(
-        result, entry, context, target=target, replays=replays, common_mode=common_mode
+        result,
+        entry,
+        context,
+        target=target,
+        replays=replays,
+        common_mode=common_mode,
+        confirmation=confirmation,
     )
     return test_record(
         result,
@@ -220,7 +247,10 @@ def _with_bh(
         out[nodeid] = replace(record, change={**(record.change or {}), name: change})
         ratio, delta = change.ratio, change.delta
         flagged = p_bh < alpha and ratio is not None and delta is not None and ratio >= 1 + delta
-        if flagged and record.decision == "ship":
+        # Paired rounds measured after the first look rule the two-run change out: they, not
+        # the two-run p-values, are the evidence.
+        overturned = record.confirmation is not None and record.confirmation.state == "overturned"
+        if flagged and record.decision == "ship" and not overturned:
             reasons.append(
                 RunConcern(
                     f"{nodeid}: {name} x{ratio:.3f} is significant across the run "
@@ -374,6 +404,7 @@ def analyse_run(
     finished: float,
     paired: bool = False,
     run_reasons: Sequence[str | RunConcern] = (),
+    canary: CanaryRunRecord | None = None,
 ) -> RunDocument:
     """The run's document: run-level checks on the judged tests, then the run decision.
 
@@ -381,6 +412,7 @@ def analyse_run(
         shares was measured under the same machine conditions on both sides, so the common-mode
         factor is reported but does not escalate the run.
     :param run_reasons: run-level problems found elsewhere (e.g. failing rounds); they escalate.
+    :param canary: the host canary over the run (``run.canary``), where it ran.
     """
     tested = {nodeid: records[nodeid] for nodeid in sorted(results) if nodeid in records}
     tested, bh_reasons = _with_bh(tested, gate.alpha)
@@ -433,11 +465,20 @@ def analyse_run(
             else None
         ),
         design="paired" if paired else "two-run",
-        gate=GateRecord(gate.alpha, dict(gate.min_effect), gate.replay, gate_on),
+        gate=GateRecord(
+            alpha=gate.alpha,
+            min_effect=dict(gate.min_effect),
+            replay=gate.replay,
+            gate_on=gate_on,
+            max_margin=gate.max_margin,
+            unknown_extension=gate.unknown_extension,
+            confirm=gate.confirm,
+        ),
         missing_from_baseline=tuple(n for n in sorted(results) if baseline and n not in base_ids),
         missing_from_candidate=tuple(n for n in sorted(base_ids) if n not in results),
         method=method_record(gate),
         platforms=platform_targets(target),
+        canary=canary,
     )
     return RunDocument(
         decision=decision,

@@ -31,7 +31,6 @@ __all__ = [
     "blas_pools",
     "blas_threads",
     "check_blas_oversubscription",
-    "parse_blas_threads",
     "usable_cpus",
 ]
 
@@ -195,17 +194,6 @@ def check_blas_oversubscription(
         usable_cpus=cpus if cpus is not None else usable_cpus(),
         load_1m=(load_average or real_load)(),
     )
-
-
-def parse_blas_threads(value: object) -> int:
-    """Validate a ``--roofline-blas-threads`` value: a whole number of threads >= 1."""
-    text = str(value).strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(
-            f"{BLAS_THREADS_OPTION}: expected a whole number of threads >= 1 (e.g. "
-            f"{BLAS_THREADS_OPTION}=1), got {value!r}"
-        )
-    return int(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,6 +201,40 @@ class HostEvidence:
             "notes": list(self.notes),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> HostEvidence:
+        """Rebuild from :meth:`to_dict` (a figure of the wrong type reads as missing)."""
+
+        def number(key: str) -> float | None:
+            value = data.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return None
+            return float(value)
+
+        def count(key: str) -> int | None:
+            value = number(key)
+            return None if value is None else int(value)
+
+        status = data.get("status")
+        notes = data.get("notes")
+        return cls(
+            wall_s=number("wall_s") or 0.0,
+            cpu_s=number("cpu_s"),
+            cpu_share=number("cpu_share"),
+            involuntary_switches=count("involuntary_switches"),
+            steal_share=number("steal_share"),
+            other_cpu_share=number("other_cpu_share"),
+            stat_ticks=count("stat_ticks"),
+            load_1m=number("load_1m"),
+            runnable_tasks=count("runnable_tasks"),
+            status={
+                str(k): v
+                for k, v in (status.items() if isinstance(status, Mapping) else ())
+                if v in ("ok", "unsupported", "denied", "invalid")
+            },
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+        )
+
 
 @dataclass(slots=True)
 class HostWindow:

@@ -12,6 +12,7 @@ import numpy as np
 
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.measure.counters import CounterReading
+from pytest_roofline.measure.hostwatch import HostRecord
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.roofline import DeclaredWork
 
@@ -85,12 +86,16 @@ class QualityRecord:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Measurement:
-    """Samples, declared work, quality records and counters of one test (schema version 1)."""
+    """Samples, declared work, quality records, counters and the host watch's record of one test.
+
+    Schema version 1; ``host`` was added in 0.2.0 (absent in older stored results: ``None``).
+    """
 
     samples: SampleSet
     declared: DeclaredWork | None
     quality: tuple[QualityRecord, ...]
     counters: CounterReading | None
+    host: HostRecord | None = None
     schema_version: int = MEASUREMENT_SCHEMA_VERSION
 
     @property
@@ -112,6 +117,7 @@ class Measurement:
             "declared": self.declared.to_dict() if self.declared else None,
             "quality": {q.name: q.to_dict() for q in self.quality},
             "counters": self.counters.to_dict() if self.counters else None,
+            "host": self.host.to_dict() if self.host else None,
         }
         if include_samples:
             data["samples_f64_b64"] = encode_samples(sample_set.samples_s)
@@ -137,6 +143,7 @@ class Measurement:
         )
         declared = data.get("declared")
         counters = data.get("counters")
+        host = data.get("host")
         return cls(
             samples=SampleSet(
                 samples_s=samples_s,
@@ -151,4 +158,5 @@ class Measurement:
             declared=DeclaredWork.from_dict(declared) if declared else None,
             quality=quality,
             counters=CounterReading.from_dict(counters) if counters else None,
+            host=HostRecord.from_dict(host) if host else None,
         )

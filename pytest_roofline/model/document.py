@@ -22,6 +22,11 @@ Readers ignore keys they do not know.
   made with its settings (:data:`METHOD_V1`). It also adds ``next_steps``: what to do about
   each run-level reason (a run that escalates with no test to review still says what to do);
   and records the platform projection only onto the presets relevant to the run's target.
+  The host canary adds ``tests[].host`` (what the host did around each test) and
+  ``run.canary`` (the canary's level, window states and cost over the run), both only when
+  the canary ran; ``tests[].confirmation`` records the paired confirmation of a two-run first
+  look, where one was tried. ``run.gate`` adds ``max_margin``, ``unknown_extension`` and
+  ``confirm`` as used.
 """
 
 from __future__ import annotations
@@ -46,12 +51,15 @@ __all__ = [
     "BaselineSummary",
     "BenchmarkInfo",
     "BoundChangeRecord",
+    "CanaryRunRecord",
     "CommonModeRecord",
+    "ConfirmationRecord",
     "CounterFidelity",
     "CountersRecord",
     "DeclaredRecord",
     "DriftRecord",
     "GateRecord",
+    "HostRecordDoc",
     "MethodRecord",
     "ObservabilityRecord",
     "PairedRun",
@@ -287,6 +295,51 @@ class PairedTest(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class HostRecordDoc(Record):
+    """What the host did while the test was measured (0.2.0, ``tests[].host``).
+
+    ``state`` is the host canary's state for the window the samples come from (``quiet``,
+    ``disturbed``, ``unread``); ``windows`` counts the attempts (2 after a re-measure);
+    ``baseline_ratios`` is the canary's level now ÷ at the baseline, per kind, and
+    ``host_shift`` names the kinds beyond their floor. The rest are the host counters of the
+    kept attempt (``measure.host``).
+    """
+
+    state: str | None = None
+    reason: str | None = None
+    remeasured: bool = False
+    windows: int = 0
+    ratios: Mapping[str, float] = field(default_factory=dict)
+    floors: Mapping[str, float] = field(default_factory=dict)
+    baseline_ratios: Mapping[str, float] = field(default_factory=dict)
+    host_shift: str | None = None
+    cpu_share: float | None = None
+    involuntary_switches: int | None = None
+    steal_share: float | None = None
+    other_cpu_share: float | None = None
+    load_1m: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationRecord(Record):
+    """The paired confirmation of a two-run first look (0.2.0, ``tests[].confirmation``).
+
+    ``state``: ``confirmed`` (paired rounds against a worktree of the baseline's commit find the
+    regression), ``overturned`` (they rule it out), ``inconclusive``, or ``unavailable`` (with
+    ``reason``: no commit, not reachable, ``--roofline-confirm=never``...). ``change`` holds the
+    paired comparisons; ``command`` the ``pytest-roofline ab`` command that repeats them.
+    """
+
+    state: str | None = None
+    reason: str | None = None
+    command: str | None = None
+    change: Mapping[str, QuantileChange] = field(default_factory=dict)
+    pairs: int | None = None
+    pairs_dropped: int | None = None
+    stop: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlatformCell(Record):
     """Declared work projected onto one preset: time at the roof and the class there."""
 
@@ -355,10 +408,12 @@ class TestRecord(Record):
     series: Series = field(default_factory=Series)
     paired: PairedTest | None = None
     platforms: Mapping[str, PlatformCell] = field(default_factory=dict)
+    host: HostRecordDoc | None = None
+    confirmation: ConfirmationRecord | None = None
     # Set for a test that used the ``benchmark`` fixture (plugin.benchmark_options).
     benchmark: BenchmarkInfo | None = None
 
-    _OMIT_IF_NONE = ("paired", "benchmark")
+    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark")
 
     def _derived(self) -> Mapping[str, Any]:
         return {
@@ -439,6 +494,9 @@ class GateRecord(Record):
     min_effect: Mapping[str, float] = field(default_factory=dict)
     replay: int | None = None
     gate_on: str | None = None
+    max_margin: float | None = None
+    unknown_extension: float | None = None
+    confirm: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,6 +571,30 @@ class PairedRun(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class CanaryRunRecord(Record):
+    """The host canary over the run (0.2.0, ``run.canary``).
+
+    ``levels_s`` and ``floors`` are the session level (median seconds per kernel call) and the
+    ratio beyond which a reading counted as disturbed, of the first measuring process; a later
+    run compares its level with them (``spec`` must match). ``windows`` counts the test
+    windows per state over every measuring process; ``remeasured`` the tests measured again
+    after a disturbed window; ``cost_share`` the canary's time between tests ÷ the run's.
+    """
+
+    processes: int = 0
+    spec: Mapping[str, str] = field(default_factory=dict)
+    levels_s: Mapping[str, float] = field(default_factory=dict)
+    floors: Mapping[str, float] = field(default_factory=dict)
+    end_ratios: Mapping[str, float] = field(default_factory=dict)
+    baseline_ratios: Mapping[str, float] = field(default_factory=dict)
+    windows: Mapping[str, int] = field(default_factory=dict)
+    remeasured: int = 0
+    recovery_wait_s: float | None = None
+    cost_share: float | None = None
+    blas: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunInfo(Record):
     """Run-level facts (``run``)."""
 
@@ -536,9 +618,11 @@ class RunInfo(Record):
     paired: PairedRun | None = None
     method: MethodRecord | None = None
     platforms: tuple[PlatformTarget, ...] = ()
+    canary: CanaryRunRecord | None = None
 
-    # Only paired runs have these (schema 1 left them out of two-run documents).
-    _OMIT_IF_NONE = ("rounds", "paired")
+    # Only paired runs have these (schema 1 left them out of two-run documents); only runs
+    # that timed the host canary have ``canary``.
+    _OMIT_IF_NONE = ("rounds", "paired", "canary")
 
 
 @dataclass(frozen=True, slots=True)

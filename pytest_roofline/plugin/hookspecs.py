@@ -8,6 +8,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_roofline.hardware.target import HardwareTarget
+    from pytest_roofline.measure.canary import Canary
     from pytest_roofline.measure.counters import CounterBackend
     from pytest_roofline.measure.sampling import Clock
     from pytest_roofline.model.document import RunDocument
@@ -44,4 +45,18 @@ def pytest_roofline_run_finished(config: pytest.Config, document: RunDocument) -
 
     :param config: the pytest config.
     :param document: the run as every report renders it (what ``--roofline-json`` writes).
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_roofline_canary(config: pytest.Config) -> Canary | None:
+    """Return the host canary of this measuring process, or ``None`` for the default.
+
+    The default times real reference kernels on the real clock; it is off when
+    :func:`pytest_roofline_clock` supplies a clock, since a canary on another clock would judge
+    windows the samples do not see. A plugin that fakes the clock and wants the canary supplies
+    one here, with kernels that advance its clock. Called once per measuring process (each
+    xdist worker), on first use.
+
+    :param config: the pytest config.
     """

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_roofline.config.defaults import CONFIRM_CHOICES
 from pytest_roofline.config.settings import GATE_CHOICES
 
 __all__ = ["add_options", "inert_options", "inert_warning", "read_options"]
@@ -46,11 +47,19 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
         "string",
         "Measurement time budget per test, e.g. 0.5 or '2s' (default 0.5 s).",
     ),
+    (
+        "blas_threads",
+        "N",
+        "string",
+        "Limit the BLAS thread pools of every measuring process to N threads (threadpoolctl); "
+        "recorded as the revision tag blas_threads (default: leave them as they are).",
+    ),
 )
 _TRUE = ("1", "true", "yes", "on")
 # Options that only act when the run measures (--roofline): given without it, they do nothing.
 _INERT_WITHOUT_ROOFLINE = (
     "save", "baseline", "json", "report", "markdown", "store", "budget", "gate", "tags",
+    "confirm",
 )  # fmt: skip
 
 
@@ -83,6 +92,15 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("roofline_gate", "Default for --roofline-gate.", default="")
     group.addoption(
+        "--roofline-confirm",
+        choices=CONFIRM_CHOICES,
+        default=None,
+        dest="roofline_confirm",
+        help="Confirm first-look regressions of a two-run comparison by paired rounds against a "
+        "worktree of the baseline's commit: auto (default, where the commit is reachable) or never.",
+    )
+    parser.addini("roofline_confirm", "Default for --roofline-confirm (auto or never).", default="")
+    group.addoption(
         "--roofline-tag",
         action="append",
         metavar="KEY=VALUE",
@@ -113,6 +131,17 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "roofline_counters", "Read counters around measured tests (default true).", default=""
     )
+    group.addoption(
+        "--roofline-no-canary",
+        action="store_false",
+        default=None,
+        dest="roofline_canary",
+        help="Do not time the host canary around measured tests (a disturbed host is then not "
+        "detected, and a regression measured on it can be rolled back).",
+    )
+    parser.addini(
+        "roofline_canary", "Time the host canary around measured tests (default true).", default=""
+    )
     for key, text in (
         ("min_samples", "Minimum samples per test, honoured past the budget (default 10)."),
         ("max_samples", "Maximum samples per test (default 200000)."),
@@ -140,6 +169,8 @@ def read_options(config: pytest.Config) -> tuple[dict[str, Any], dict[str, Any]]
         "tags": config.getoption("roofline_tags"),
         "summary": config.getoption("roofline_summary"),
         "counters": config.getoption("roofline_counters"),
+        "canary": config.getoption("roofline_canary"),
+        "confirm": config.getoption("roofline_confirm"),
         **{name: config.getoption(f"roofline_{name}") for name, *_ in _VALUE_OPTIONS},
     }
     ini = {
@@ -148,6 +179,8 @@ def read_options(config: pytest.Config) -> tuple[dict[str, Any], dict[str, Any]]
         "tags": _ini_value(config, "roofline_tags"),
         "summary": _flag(_ini_value(config, "roofline_summary")),
         "counters": _flag(_ini_value(config, "roofline_counters")),
+        "canary": _flag(_ini_value(config, "roofline_canary")),
+        "confirm": _ini_value(config, "roofline_confirm"),
         "min_samples": _ini_value(config, "roofline_min_samples"),
         "max_samples": _ini_value(config, "roofline_max_samples"),
         "warmup": _ini_value(config, "roofline_warmup"),

@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pytest
@@ -15,6 +15,7 @@ import pytest
 from pytest_roofline.errors import ConfigError, RooflineWarning
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.counters import CounterReading, CounterSession
+from pytest_roofline.measure.hostwatch import HostRecord, HostWatch
 from pytest_roofline.measure.measurement import Measurement, QualityRecord
 from pytest_roofline.measure.sampling import Sampler, SampleSet
 from pytest_roofline.model.results import QuantileSummary, summarize
@@ -81,6 +82,7 @@ class RooflineProbe:
         target: Callable[[], HardwareTarget | None] | None = None,
         replays_for: Callable[[np.ndarray], int] | None = None,
         lock: AbstractContextManager[object] | None = None,
+        watch: HostWatch | None = None,
     ) -> None:
         self._nodeid = nodeid
         self._default_precision = precision
@@ -89,6 +91,8 @@ class RooflineProbe:
         self._target = target
         self._replays_for = replays_for
         self._lock = lock if lock is not None else nullcontext()
+        self._watch = watch
+        self._host: HostRecord | None = None
         self._replays: tuple[SampleSet, ...] = ()
         self._called = False
         self._samples: SampleSet | None = None
@@ -135,36 +139,54 @@ class RooflineProbe:
             self._warn_if_lazy(fn, result)
             return result
         with self._lock:  # under xdist: no other worker measures meanwhile
-            counters = self._counters
-            started = False
-
-            def start_counters() -> None:
-                nonlocal started
-                if counters is not None:
-                    counters.start()
-                    started = True
-
-            try:
-                result, samples = self._sampler.run(
-                    fn, args, kwargs, sync=sync, on_start=start_counters
+            if self._watch is None:
+                result = self._measure(fn, args, kwargs, sync)
+            else:
+                # A window the host canary saw disturbed is measured again once it recovers;
+                # the kept attempt's samples, counters and replays replace the first's.
+                result, self._host = self._watch.measure(
+                    self._nodeid, lambda: self._measure(fn, args, kwargs, sync)
                 )
-            except BaseException:
-                if started and counters is not None:
-                    counters.stop()  # leave the counters closed; the failed test records nothing
-                raise
-            if started and counters is not None:
-                self._counter_reading = counters.stop()
-            self._samples = samples
-            # Replay: a first look that says "regression" is measured again at once, with the
-            # fixtures still set up; a rollback then needs the regression to reproduce.
-            count = self._replays_for(samples.samples_s) if self._replays_for is not None else 0
-            replays = []
-            for _ in range(count):
-                result, again = self._sampler.run(fn, args, kwargs, sync=sync)
-                replays.append(again)
-            self._replays = tuple(replays)
         self._warn_if_lazy(fn, result)
         return result
+
+    def _measure(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        sync: Callable[[], object] | None,
+    ) -> T:
+        """Sample ``fn`` with counters around the sampling phase, then replay if asked."""
+        assert self._sampler is not None
+        counters = self._counters
+        started = False
+
+        def start_counters() -> None:
+            nonlocal started
+            if counters is not None:
+                counters.start()
+                started = True
+
+        try:
+            result, samples = self._sampler.run(
+                fn, args, kwargs, sync=sync, on_start=start_counters
+            )
+        except BaseException:
+            if started and counters is not None:
+                counters.stop()  # leave the counters closed; the failed test records nothing
+            raise
+        self._counter_reading = counters.stop() if started and counters is not None else None
+        self._samples = samples
+        # Replay: a first look that says "regression" is measured again at once, with the
+        # fixtures still set up; a rollback then needs the regression to reproduce.
+        count = self._replays_for(samples.samples_s) if self._replays_for is not None else 0
+        replays = []
+        for _ in range(count):
+            result, again = self._sampler.run(fn, args, kwargs, sync=sync)
+            replays.append(again)
+        self._replays = tuple(replays)
+        return cast(T, result)
 
     def _warn_if_lazy(self, fn: Callable[..., object], result: object) -> None:
         """Warn when ``fn`` returned work not yet done: only its creation was timed."""
@@ -266,4 +288,5 @@ class RooflineProbe:
             declared=self._declared,
             quality=tuple(self._quality.values()),
             counters=self._counter_reading,
+            host=self._host,
         )

@@ -27,6 +27,7 @@ from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
+from pytest_roofline.gate.record import canary_level, canary_record
 from pytest_roofline.gate.run import (
     BaselineFacts,
     analyse_run,
@@ -38,12 +39,23 @@ from pytest_roofline.hardware.calibration import host_target
 from pytest_roofline.hardware.machine import machine_fingerprint
 from pytest_roofline.hardware.presets import nvml_gpu_name, resolve_target
 from pytest_roofline.hardware.target import HardwareTarget
+from pytest_roofline.measure.blas import (
+    BLAS_THREADS_TAG,
+    AppliedBlasThreads,
+    apply_blas_threads,
+    check_blas_oversubscription,
+)
+from pytest_roofline.measure.canary import Canary, CanarySummary, default_kernels
 from pytest_roofline.measure.counters import CounterSession, default_backends
+from pytest_roofline.measure.host import HostProbe
+from pytest_roofline.measure.hostwatch import HostWatch
 from pytest_roofline.measure.lock import MeasurementLock
+from pytest_roofline.measure.measurement import decode_samples, encode_samples
 from pytest_roofline.measure.sampling import Clock, Sampler, SamplingPolicy, StopRule
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.model.stored import check_stored_run
+from pytest_roofline.plugin.confirm import ConfirmPlan, confirm_tests, plan_confirmation
 from pytest_roofline.plugin.probe import RooflineProbe
 from pytest_roofline.report.format import terminal_safe
 from pytest_roofline.report.html import render_html
@@ -70,6 +82,10 @@ PROBE_KEY = pytest.StashKey[RooflineProbe]()
 # so xdist) serialises extra report attributes, so one transport serves both.
 REPORT_ATTRIBUTE = "roofline"
 _WORKLOAD = "workload"
+# Where an xdist worker hands its canary summary to the controller (``config.workeroutput``),
+# and where the controller tells it whether first looks are confirmed (``workerinput``).
+CANARY_OUTPUT_KEY = "roofline_canary"
+CONFIRM_INPUT_KEY = "roofline_confirm"
 # The median of fewer earlier tests is too close to any one of them to stand for "the run".
 MIN_TESTS_FOR_RUNNING_COMMON_MODE = 3
 
@@ -90,6 +106,11 @@ class SamplingWindow:
 
 
 WINDOW_KEY = pytest.StashKey[SamplingWindow]()
+
+
+def _different_quantiles(record: TestRecord) -> tuple[str, ...]:
+    """The gated quantiles the first look found DIFFERENT (the regressions to confirm)."""
+    return tuple(name for name, c in (record.change or {}).items() if c.outcome == "different")
 
 
 def _text(path: Path | None) -> str | None:
@@ -136,6 +157,15 @@ class RooflineSession:
         self._invalid_definitions: set[str] = set()
         self._files: list[str] = []
         self._not_written: list[str] = []
+        self._watch: HostWatch | None = None
+        self._watch_made = False
+        self._blas: AppliedBlasThreads | None = None
+        self.blas_warning: str | None = None
+        # Every measuring process's canary summary (xdist workers send theirs at the end).
+        self.canary_summaries: list[CanarySummary] = []
+        self.confirm_plan = ConfirmPlan(commit=None, reason=None)
+        # First looks awaiting paired confirmation: node id -> (replays, common mode applied).
+        self._pending: dict[str, tuple[tuple[np.ndarray, ...], float]] = {}
 
     # -- set-up --------------------------------------------------------------------------
     def start(self) -> None:
@@ -163,11 +193,47 @@ class RooflineSession:
                 raise pytest.UsageError(f"--roofline-store: {exc}") from None
         self._entries = baseline_entries(self.baseline)
         self.tags = collect_tags(settings.rootdir, extra=settings.tags)
+        self._limit_blas_threads()
         target = self.target
         if target is not None:
             self.tags.setdefault("target", target.name)
+        self.confirm_plan = self._plan_confirmation()
+
+    def _plan_confirmation(self) -> ConfirmPlan:
+        """The controller decides (git is asked once); xdist workers are told."""
+        workerinput: Mapping[str, Any] | None = getattr(self.config, "workerinput", None)
+        if workerinput is not None:
+            return ConfirmPlan.from_dict(workerinput.get(CONFIRM_INPUT_KEY) or {})
+        return plan_confirmation(
+            self.settings,
+            baseline_tags=self.baseline.latest.record.tags if self.baseline is not None else None,
+            tags=self.tags,
+        )
+
+    def _limit_blas_threads(self) -> None:
+        """Apply ``--roofline-blas-threads`` in this process, or say when BLAS is oversubscribed.
+
+        Each measuring process applies the limit itself (threadpoolctl acts on the process it
+        runs in); the limit is a revision tag, so runs with different limits are told apart.
+        """
+        threads = self.settings.blas_threads
+        if threads is not None:
+            try:
+                self._blas = apply_blas_threads(threads)
+            except RooflineError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            self.tags[BLAS_THREADS_TAG] = str(threads)
+            return
+        if self.is_controller:
+            self.blas_warning = check_blas_oversubscription()
+            if self.blas_warning is not None:
+                self.config.issue_config_time_warning(
+                    RooflineWarning(self.blas_warning), stacklevel=2
+                )
 
     def close(self) -> None:
+        if self._blas is not None:
+            self._blas.restore()
         if self._counters is not None:
             self._counters.close()
         if self.store is not None:
@@ -237,6 +303,34 @@ class RooflineSession:
             self._counters = CounterSession([*extra, *default_backends()])
             self._counters.probe()
         return self._counters
+
+    def _host_watch(self) -> HostWatch | None:
+        """This process's host watch (canary and host counters), made on first use.
+
+        Off with ``--roofline-no-canary``, and when a plugin supplies the clock without a
+        canary (see :func:`~pytest_roofline.plugin.hookspecs.pytest_roofline_canary`).
+        """
+        if self._watch_made:
+            return self._watch
+        self._watch_made = True
+        if not self.settings.canary:
+            return None
+        hook = self.config.hook
+        canary: Canary | None = hook.pytest_roofline_canary(config=self.config)
+        if canary is None:
+            if hook.pytest_roofline_clock(config=self.config) is not None:
+                return None
+            # Built here, in the measuring process, after any BLAS thread limit: the GEMM
+            # canary runs with the suite's threads.
+            canary = Canary(default_kernels(blas_threads=self.settings.blas_threads))
+            probe: HostProbe | None = HostProbe()
+        else:
+            probe = None  # an injected canary's clock is not the host's
+        baseline = BaselineFacts.of(self.baseline) if self.baseline is not None else None
+        self._watch = HostWatch(
+            canary, probe, baseline=canary_level(baseline.canary if baseline else None)
+        )
+        return self._watch
 
     def _stop_rule(self, entry: BaselineEntry | None) -> StopRule:
         """When sampling may stop: with a baseline, once every gated quantile is decided
@@ -318,6 +412,7 @@ class RooflineSession:
             target=lambda: self.target,
             replays_for=replays_for,
             lock=self._lock,
+            watch=self._host_watch() if sampler is not None and window is None else None,
         )
         item.stash[PROBE_KEY] = probe
         return probe
@@ -405,16 +500,35 @@ class RooflineSession:
             setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "record": None})
             return report
         entry = self._entries.get(item.nodeid)
+        common_mode = self.running_common_mode
         record = judge_test(
             result,
             entry,
             self.context,
             target=self.target,
             replays=probe.replays,
-            common_mode=self.running_common_mode,
+            common_mode=common_mode,
+            confirmation=self.confirm_plan.unavailable(item.nodeid) if entry is not None else None,
         )
         self._record_shift(result, entry)
-        setattr(report, REPORT_ATTRIBUTE, {"result": result.to_dict(), "record": record.to_json()})
+        data: dict[str, Any] = {"result": result.to_dict(), "record": record.to_json()}
+        if self.confirm_plan.available and _different_quantiles(record):
+            # Decided again at the end of the loop, with paired rounds as evidence: not failed
+            # now, since the first look alone does not establish the regression.
+            data["pending"] = {
+                "replays": [encode_samples(r) for r in probe.replays],
+                "common_mode": common_mode,
+            }
+            report.sections.append(
+                (
+                    "roofline",
+                    f"{record.symptom or 'first-look regression'}: awaiting paired confirmation "
+                    f"against {self.confirm_plan.commit} at the end of the session",
+                )
+            )
+            setattr(report, REPORT_ATTRIBUTE, data)
+            return report
+        setattr(report, REPORT_ATTRIBUTE, data)
         if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
             report.outcome = "failed"
             report.longrepr = terminal_safe(
@@ -431,12 +545,23 @@ class RooflineSession:
             return  # a paired worker's window (SamplingWindow): not part of this run's document
         self.results[report.nodeid] = TestResult.from_dict(data["result"])
         self.records[report.nodeid] = TestRecord.from_json(data["record"])
+        pending = data.get("pending")
+        if isinstance(pending, dict):
+            self._pending[report.nodeid] = (
+                tuple(decode_samples(r) for r in pending["replays"]),
+                float(pending["common_mode"]),
+            )
 
     # -- end of run ----------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         outcome = yield
         if self.settings.enabled and self.is_controller:
+            own = self._finish_canary()
+            if own is not None:
+                self.canary_summaries.insert(0, own)
+            if self._pending:
+                session.testsfailed += self._confirm_pending()
             self.document = self._analyse()
             if fails_run(self.document.decision, self.settings.gate_on) and not session.testsfailed:
                 # A run-level escalation (e.g. a large common-mode shift) fails no single test;
@@ -444,13 +569,64 @@ class RooflineSession:
                 session.testsfailed += 1
         return outcome
 
+    def _confirm_pending(self) -> int:
+        """Confirm the first looks that found a regression; return how many now fail the run."""
+        plan = self.confirm_plan
+        assert plan.commit is not None
+        nodeids = list(self._pending)
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+        log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
+        log(
+            f"confirming {len(nodeids)} first-look regression(s) with paired rounds against "
+            f"a worktree of {plan.commit[:12]}"
+        )
+        found = confirm_tests(
+            {n: _different_quantiles(self.records[n]) for n in nodeids},
+            call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
+            commit=plan.commit,
+            rootdir=self.settings.rootdir,
+            invocation_args=tuple(self.config.invocation_params.args),
+            gate=self.settings.gate,
+            store_path=self.settings.store_path,
+            log=log,
+        )
+        failing = 0
+        for nodeid in nodeids:
+            replays, common_mode = self._pending[nodeid]
+            record = judge_test(
+                self.results[nodeid],
+                self._entries.get(nodeid),
+                self.context,
+                target=self.target,
+                replays=replays,
+                common_mode=common_mode,
+                confirmation=found[nodeid],
+            )
+            self.records[nodeid] = record
+            log(f"{nodeid}: {found[nodeid].state}; {(record.decision or 'ship').upper()}")
+            if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
+                failing += 1
+        return failing
+
+    def _finish_canary(self) -> CanarySummary | None:
+        """This process's canary summary, after the end-of-session readings."""
+        return self._watch.finish() if self._watch is not None else None
+
+    def add_canary(self, data: Mapping[str, Any]) -> None:
+        """Take an xdist worker's canary summary (``config.workeroutput``)."""
+        try:
+            self.canary_summaries.append(CanarySummary.from_dict(data))
+        except ValueError as exc:
+            self._warn(f"a worker's host canary summary was unreadable: {exc}")
+
     def _analyse(self) -> RunDocument:
         settings = self.settings
         self.finished = time.time()
+        baseline = BaselineFacts.of(self.baseline) if self.baseline is not None else None
         return analyse_run(
             self.results,
             self.records,
-            baseline=BaselineFacts.of(self.baseline) if self.baseline is not None else None,
+            baseline=baseline,
             gate=settings.gate,
             gate_on=settings.gate_on,
             label=settings.save_label,
@@ -460,9 +636,21 @@ class RooflineSession:
             machine=self.machine,
             started=self.started,
             finished=self.finished,
+            canary=canary_record(
+                self.canary_summaries,
+                baseline=baseline.canary if baseline is not None else None,
+                blas=self.blas_warning,
+            ),
         )
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput: dict[str, Any] | None = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            # Before xdist's own sessionfinish sends the worker's output to the controller.
+            summary = self._finish_canary()
+            if summary is not None:
+                workeroutput[CANARY_OUTPUT_KEY] = summary.to_dict()
         document = self.document
         if document is None:
             return

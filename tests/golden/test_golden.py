@@ -35,6 +35,10 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
             for key in ("outcome", "margin", "margin_source")
         ),
         "next_steps",  # 0.2.0: the next step of each run-level reason
+        # 0.2.0: the gate's margin cap, sampling cap and confirmation setting as used
+        "run.gate.max_margin",
+        "run.gate.unknown_extension",
+        "run.gate.confirm",
     }
 )
 

@@ -84,7 +84,7 @@ def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_bound
     result.stdout.fnmatch_lines(
         [
             "*pytest-roofline: ROLLBACK test_k.py::test_a",
-            "Symptom:   p95 regressed x* (margin +37%*reproduced on replay",
+            "Symptom:   p95 regressed x* (margin +37%*reproduced on replay*",
             "Owner:     team-a",
             "Rollback:  revert PR 1",
             "Replay:    pytest --roofline --roofline-baseline=main --roofline-target=ci test_k.py::test_a",

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_roofline.config.settings import parse_blas_threads
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.measure.blas import (
     BLAS_THREADS_TAG,
@@ -15,7 +16,6 @@ from pytest_roofline.measure.blas import (
     blas_pools,
     blas_threads,
     check_blas_oversubscription,
-    parse_blas_threads,
 )
 
 
@@ -78,14 +78,15 @@ def test_a_cpu_count_below_one_is_refused() -> None:
         blas_oversubscription(blas_pools([info(2)]), usable_cpus=0, load_1m=1.0)
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", ""])
-def test_a_bad_blas_threads_value_names_the_option(value: str) -> None:
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "", True, 2.0, "²"])
+def test_a_bad_blas_threads_value_names_the_option(value: object) -> None:
     with pytest.raises(ConfigError, match="--roofline-blas-threads"):
-        parse_blas_threads(value)
+        parse_blas_threads(value, where="--roofline-blas-threads")
 
 
 def test_a_good_blas_threads_value_is_parsed() -> None:
-    assert parse_blas_threads(" 2 ") == 2
+    assert parse_blas_threads(" 2 ", where="x") == 2
+    assert parse_blas_threads(3, where="x") == 3
 
 
 def test_the_limit_applies_to_the_loaded_blas_and_is_restored() -> None:

@@ -40,6 +40,8 @@ class FakeHost:
         self.slowdown: dict[str, float] = {}
         self.slow_until_ns: int | None = None
         self.calls = 0
+        # Kinds whose next call is cold (the test evicted their arrays from the caches).
+        self.cold: dict[str, float] = {}
 
     def clock(self) -> int:
         return self.now
@@ -70,7 +72,8 @@ class FakeHost:
             def call() -> None:
                 self.calls += 1
                 noise = float(np.exp(self.rng.normal(0.0, self.jitter)))
-                self.now += round(base[kind] * self._factor(kind) * noise)
+                cold = self.cold.pop(kind, 1.0)
+                self.now += round(base[kind] * self._factor(kind) * noise * cold)
 
             return call
 
@@ -102,7 +105,7 @@ def test_a_quiet_canary_stays_quiet_over_a_long_session() -> None:
     assert set(level.levels_s) == set(KINDS)
     assert level.levels_s["stream"] == pytest.approx(800e-6, rel=0.05)
     # 2% jitter: the floor is the minimum, not the jitter's 3 sd.
-    assert all(f == pytest.approx(1.10) for f in level.floors.values())
+    assert all(f == pytest.approx(1.20) for f in level.floors.values())
 
     states = [run_test(canary, host, f"t{i}").state for i in range(200)]
 
@@ -135,7 +138,7 @@ def test_a_one_and_a_half_times_slowdown_during_a_test_is_disturbed_with_figures
     assert judgement.ratios["python"] == pytest.approx(1.5, rel=0.06)
     reason = judgement.reason()
     assert reason.startswith("host disturbed around the test: python canary x1.")
-    assert "floor x1.10" in reason
+    assert "floor x1.20" in reason
 
 
 def test_a_slowdown_of_one_kind_names_only_that_kind() -> None:
@@ -238,7 +241,8 @@ def test_waits_for_recovery_stop_once_they_have_taken_their_share_of_the_run() -
     assert "recovery budget is spent" in second.reason()
     host.work(20.0)  # 25 s of run: 2.5 s allowed, 1 s used
     assert not canary.wait_for_recovery(test_id="c").budget_spent
-    assert canary.summary().cost.recovery_wait_s == pytest.approx(2.0, abs=0.02)
+    # Each wait overruns its bound by at most one reading (~5 ms here).
+    assert canary.summary().cost.recovery_wait_s == pytest.approx(2.0, abs=0.03)
 
 
 def test_the_time_budget_skips_readings_beyond_five_percent_of_the_run() -> None:
@@ -256,7 +260,7 @@ def test_the_time_budget_skips_readings_beyond_five_percent_of_the_run() -> None
     assert states.count("quiet") == 300
 
 
-def test_long_tests_are_never_skipped_and_the_canary_costs_under_one_percent() -> None:
+def test_long_tests_are_never_skipped_and_the_canary_costs_under_one_and_a_half_percent() -> None:
     host = FakeHost()
     canary = make_canary(host)
     canary.start()
@@ -266,7 +270,8 @@ def test_long_tests_are_never_skipped_and_the_canary_costs_under_one_percent() -
     assert cost.skipped == 0
     # The last start reading stands as the first test's "before"; then one reading per test.
     assert cost.readings == 50
-    assert cost.share < 0.01
+    # A reading is a warming call and three timed calls of each kernel (~5.4 ms here).
+    assert cost.share < 0.015
 
 
 def test_a_window_without_a_recent_reading_is_unread() -> None:
@@ -318,9 +323,23 @@ def test_a_collapsed_kernel_cuts_the_reading_short() -> None:
     calls = host.calls
     reading = canary.read()
     assert reading.levels_s["gemm"] == pytest.approx(0.021, rel=0.06)
-    # The GEMM once (past its third of the 20 ms limit), the others three times each.
-    assert host.calls - calls == 7
-    assert reading.cost_s == pytest.approx(0.021 + 3 * (0.00025 + 0.0008), rel=0.05)
+    # The GEMM once (past its third of the 20 ms limit), the others a warming call and three
+    # timed calls each.
+    assert host.calls - calls == 9
+    assert reading.cost_s == pytest.approx(0.021 + 4 * (0.00025 + 0.0008), rel=0.05)
+
+
+def test_a_cold_first_call_after_a_test_does_not_read_as_a_disturbed_host() -> None:
+    # A test that touched tens of MiB leaves the stream canary's arrays out of the caches: its
+    # next call is 1.9x slower (measured here), the host is not.
+    host = FakeHost()
+    canary = make_canary(host)
+    canary.start()
+    window = canary.open_window("big")
+    host.work(0.5)
+    host.cold = {"stream": 1.9, "gemm": 1.4}
+    judgement = canary.close_window(window)
+    assert judgement.state == "quiet", judgement.reason()
 
 
 def test_the_summary_round_trips_through_json() -> None:

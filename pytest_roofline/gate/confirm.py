@@ -1,0 +1,109 @@
+"""Whether a two-run first look can be confirmed by paired rounds, and what the rounds say.
+
+A two-run comparison sets this run against a stored one, measured in another process, at
+another time, maybe on another machine: a between-run shift of the host is indistinguishable
+from a change of the code, and a same-process replay reproduces it every time. Paired rounds
+against a worktree of the baseline's commit measure both sides now, here, alternating, so a
+shift of the host falls on both (``docs/paired.md``). They can stand in for the baseline only
+when the commit is all that differs: a tag of the data, model or runtime layers (an ``env_*``
+variable, a numpy upgrade, a dataset) is not reproduced by checking out a commit, and a
+baseline measured with uncommitted changes is not that commit. Tags of the hardware layer may
+differ: confirming on this machine is the point.
+
+Pure: tags and comparisons in, a reason or a :class:`~pytest_roofline.gate.evidence.Confirmation`
+out; the git and worker parts live in the plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from pytest_roofline import stats
+from pytest_roofline.gate.evidence import Confirmation, ConfirmationState
+from pytest_roofline.gate.layers import layer_of, tag_diff
+
+__all__ = ["REPRODUCIBLE_TAGS", "confirmation_blocker", "confirmation_from", "needs_confirmation"]
+
+REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
+"""Tags a worktree of the baseline's commit reproduces (the candidate side is the current tree)."""
+_HARDWARE_LAYER = "hardware"
+
+
+def confirmation_blocker(
+    baseline_tags: Mapping[str, str],
+    tags: Mapping[str, str],
+    layers: Mapping[str, Sequence[str]],
+) -> str | None:
+    """Why paired rounds against the baseline's commit cannot stand in for the baseline run.
+
+    :returns: ``None`` when they can; otherwise the reason, naming the tag.
+    """
+    commit = baseline_tags.get("git_commit")
+    if not commit or commit.startswith("("):
+        return "the baseline run recorded no git commit"
+    if baseline_tags.get("git_dirty") == "yes":
+        return (
+            f"the baseline run was measured with uncommitted changes on {commit[:12]}, which a "
+            "worktree of that commit does not have"
+        )
+    differs = [
+        f"{tag} ({before!r} -> {now!r})"
+        for tag, (before, now) in tag_diff(baseline_tags, tags).items()
+        if tag not in REPRODUCIBLE_TAGS and layer_of(tag, layers) != _HARDWARE_LAYER
+    ]
+    if differs:
+        return (
+            f"besides the code, {', '.join(differs)} changed since the baseline, and a worktree "
+            "of its commit reproduces only the code"
+        )
+    return None
+
+
+def needs_confirmation(comparisons: Mapping[str, stats.QuantileComparison]) -> tuple[str, ...]:
+    """The quantiles a first look found DIFFERENT: what paired rounds are asked to settle."""
+    return tuple(name for name, c in comparisons.items() if c.outcome == "different")
+
+
+def confirmation_from(
+    asked: Iterable[str],
+    paired: Mapping[str, stats.QuantileComparison],
+    *,
+    command: str,
+    pairs: int | None = None,
+    pairs_dropped: int | None = None,
+    stop: str | None = None,
+    note: str | None = None,
+) -> Confirmation:
+    """What paired rounds established about the quantiles a first look found DIFFERENT.
+
+    ``confirmed`` when any of them is DIFFERENT in the paired comparison too; ``overturned``
+    when every one of them is SAME there (the change of the first look is ruled out);
+    ``inconclusive`` otherwise (UNKNOWN, too few samples, or not compared).
+
+    :param note: why the rounds may be weaker than usual (e.g. pairs dropped for a disturbed host).
+    """
+    asked = tuple(asked)
+    outcomes = {name: paired[name].outcome if name in paired else None for name in asked}
+    state: ConfirmationState
+    if any(outcome == "different" for outcome in outcomes.values()):
+        state = "confirmed"
+    elif asked and all(outcome == "same" for outcome in outcomes.values()):
+        state = "overturned"
+    else:
+        state = "inconclusive"
+    seen = ", ".join(
+        f"{name} {outcome.upper() if outcome else 'not compared'}"
+        for name, outcome in outcomes.items()
+    )
+    reason = f"paired rounds against the baseline's commit: {seen or 'nothing to settle'}"
+    if note:
+        reason += f" ({note})"
+    return Confirmation(
+        state=state,
+        reason=reason,
+        comparisons=dict(paired),
+        command=command,
+        pairs=pairs,
+        pairs_dropped=pairs_dropped,
+        stop=stop,
+    )

@@ -1,0 +1,351 @@
+"""Paired confirmation of a two-run session's first-look regressions (``--roofline-confirm``).
+
+At session start the controller decides whether confirmation is possible
+(:func:`plan_confirmation`): the baseline run recorded a clean git commit, nothing but the code
+and the hardware differs from it (:func:`pytest_roofline.gate.confirm.confirmation_blocker`), and
+the commit is in this repository. If so, a test whose first look finds a quantile DIFFERENT is
+not failed when it is reported; at the end of the test loop the controller runs paired rounds
+(``pytest-roofline ab``'s persistent workers) for those tests only, against a worktree of that
+commit, and decides them again with the paired comparison as evidence
+(:func:`confirm_tests`). If not, each such test is decided at once, with the reason the
+confirmation was unavailable and the ``ab`` command that would settle it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_roofline.ab.git import add_worktree, git, remove_worktree, repository
+from pytest_roofline.ab.rounds import copy_calibrations
+from pytest_roofline.ab.stale import SCRATCH_PREFIX, WORKTREE_NAME, ScratchClaim
+from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
+from pytest_roofline.config.settings import GateSettings, RooflineConfig
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.gate.confirm import confirmation_blocker, confirmation_from
+from pytest_roofline.gate.evidence import Confirmation
+from pytest_roofline.gate.paired_looks import PairedStop, paired_look, paired_plan
+from pytest_roofline.gate.run import ab_command
+from pytest_roofline.hardware.calibration import calibration_key
+from pytest_roofline.stats.paired import Side, min_round_samples
+from pytest_roofline.stats.threeway import GateMargin, gate_margin
+from pytest_roofline.store import Store
+from pytest_roofline.vocabulary import QUANTILES
+
+__all__ = [
+    "CONFIRM_WINDOWS",
+    "ConfirmPlan",
+    "confirm_tests",
+    "plan_confirmation",
+    "window_for",
+    "worker_args",
+]
+
+CONFIRM_WINDOWS = WindowSettings(window_s=0.2, min_pairs=4, max_pairs=16, look_every=2)
+"""Window pairs of a confirmation: 0.2 s a window, 4 to 16 ABBA pairs, a look every 2 pairs
+(after whole ABBA blocks). About 2 s to 7 s of measuring per test and side."""
+MAX_WINDOW_S = 2.0
+"""A slow test's window grows until it holds the samples its tail quantiles need per window
+(:func:`window_for`), up to this; a tail still short of them stays unsettled (inconclusive)."""
+
+
+def window_for(quantiles: Sequence[str], call_s: float, default_s: float) -> float:
+    """A window long enough for each asked quantile's per-window sample floor.
+
+    ``1.25 x min_round_samples(q) x call_s`` (a quarter more for warm-up and batching), at
+    least ``default_s``, at most :data:`MAX_WINDOW_S`.
+
+    >>> window_for(["p50"], 0.002, 0.2), window_for(["p99"], 0.002, 0.2)
+    (0.2, 0.25)
+    """
+    if not (call_s > 0 and math.isfinite(call_s)):
+        return default_s
+    floor = max((min_round_samples(QUANTILES[name]) for name in quantiles), default=1)
+    return min(MAX_WINDOW_S, max(default_s, 1.25 * floor * call_s))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmPlan:
+    """Whether first-look regressions are confirmed, and against which commit.
+
+    ``commit`` is set when they are; otherwise ``reason`` says why not (shown with each
+    regression that then rests on the two-run evidence alone). ``baseline_commit`` is the
+    commit the baseline recorded, if any: the ``ab`` command that settles a test by hand
+    names it even where this session could not check it out.
+    """
+
+    commit: str | None
+    reason: str | None
+    baseline_commit: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.commit is not None
+
+    def unavailable(self, nodeid: str) -> Confirmation | None:
+        """The evidence a first look carries when no confirmation can be made (``None`` if one can)."""
+        if self.commit is not None or self.reason is None:
+            return None
+        return Confirmation(state="unavailable", reason=self.reason, command=self.command(nodeid))
+
+    def command(self, nodeid: str) -> str | None:
+        """The ``pytest-roofline ab`` command that compares ``nodeid`` with the baseline's commit."""
+        commit = self.commit or self.baseline_commit
+        return ab_command(nodeid, commit) if commit else None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "commit": self.commit,
+            "reason": self.reason,
+            "baseline_commit": self.baseline_commit,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ConfirmPlan:
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        return cls(
+            commit=text("commit"), reason=text("reason"), baseline_commit=text("baseline_commit")
+        )
+
+
+def plan_confirmation(
+    settings: RooflineConfig,
+    *,
+    baseline_tags: Mapping[str, str] | None,
+    tags: Mapping[str, str],
+    reachable: Callable[[Path, str], str | None] | None = None,
+) -> ConfirmPlan:
+    """Decide once per session whether first-look regressions can be confirmed.
+
+    :param baseline_tags: the baseline run's revision tags (``None``: no baseline).
+    :param reachable: says why a commit cannot be checked out here (default: :func:`commit_problem`).
+    """
+    if baseline_tags is None:
+        return ConfirmPlan(commit=None, reason=None)
+    recorded = baseline_tags.get("git_commit")
+    baseline_commit = recorded if recorded and not recorded.startswith("(") else None
+    if settings.gate.confirm == "never":
+        return ConfirmPlan(
+            commit=None,
+            reason="paired confirmation is off (--roofline-confirm=never)",
+            baseline_commit=baseline_commit,
+        )
+    blocker = confirmation_blocker(baseline_tags, tags, settings.layers)
+    if blocker is None and baseline_commit is not None:
+        blocker = (reachable or commit_problem)(settings.rootdir, baseline_commit)
+    if blocker is not None:
+        return ConfirmPlan(commit=None, reason=blocker, baseline_commit=baseline_commit)
+    return ConfirmPlan(commit=baseline_commit, reason=None, baseline_commit=baseline_commit)
+
+
+def commit_problem(rootdir: Path, commit: str) -> str | None:
+    """Why ``commit`` cannot be checked out as a worktree from ``rootdir``'s repository."""
+    try:
+        inside = git(["rev-parse", "--show-toplevel"], rootdir)
+        if inside.returncode != 0:
+            return f"{rootdir} is not inside a git repository"
+        found = git(["cat-file", "-e", f"{commit}^{{commit}}"], rootdir)
+    except RooflineError as exc:
+        return str(exc)
+    if found.returncode != 0:
+        return (
+            f"the baseline's commit {commit[:12]} is not in this repository (a shallow clone? "
+            f"fetch it, e.g. git fetch --unshallow)"
+        )
+    return None
+
+
+# Options of the user's command line that shape collection (kept for the paired workers);
+# everything else (selection, --roofline-* outputs and labels, reporting) is left out: the
+# workers measure the given node ids and neither save nor compare.
+_KEPT_WITH_VALUE = ("-c", "--config-file", "--rootdir", "-p", "-o", "--override-ini", "--confcutdir",
+                    "--import-mode", "--roofline-config", "--roofline-target", "--roofline-blas-threads")  # fmt: skip
+
+
+def worker_args(invocation_args: Sequence[str], nodeids: Sequence[str]) -> tuple[str, ...]:
+    """The paired workers' pytest arguments: the collection-shaping options, then the node ids."""
+    kept: list[str] = []
+    args = list(invocation_args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, _ = arg.partition("=")
+        if name in _KEPT_WITH_VALUE:
+            if eq:
+                kept.append(arg)
+            elif i + 1 < len(args):
+                kept += [arg, args[i + 1]]
+                i += 1
+        elif arg.startswith("-p") and len(arg) > 2:
+            kept.append(arg)  # -pNAME
+        i += 1
+    return (*kept, *nodeids)
+
+
+def confirmation_margin(gate: GateSettings, name: str) -> GateMargin:
+    """A paired comparison's margin: the user's ``min_effect`` (capped); alternation cancels
+    the run-to-run noise that a two-run history floor stands for."""
+    return gate_margin(gate.min_effect.get(name, 0.0), 0.0, max_margin=gate.max_margin)
+
+
+def confirm_tests(
+    asked: Mapping[str, Sequence[str]],
+    *,
+    call_s: Mapping[str, float],
+    commit: str,
+    rootdir: Path,
+    invocation_args: Sequence[str],
+    gate: GateSettings,
+    store_path: Path | None = None,
+    windows: WindowSettings = CONFIRM_WINDOWS,
+    log: Callable[[str], None] = lambda line: None,
+) -> dict[str, Confirmation]:
+    """Paired rounds against a worktree of ``commit`` for each test's first-look regression.
+
+    :param asked: node id -> the quantiles its first look found DIFFERENT.
+    :param call_s: node id -> its per-call time (the first look's p50), to size its windows.
+    :param rootdir: pytest's rootdir; node ids are relative to it in both trees.
+    :param store_path: the user's store, whose cached host calibration seeds the workers'.
+    :returns: a :class:`Confirmation` per node id: ``confirmed`` / ``overturned`` /
+        ``inconclusive`` from the rounds, or ``unavailable`` with the reason when the rounds
+        could not run (the worktree, a worker, or the test on one side failed).
+    """
+    nodeids = list(asked)
+    if not nodeids:
+        return {}
+    try:
+        toplevel = repository(rootdir)
+        relative = rootdir.resolve().relative_to(toplevel.resolve())
+    except (RooflineError, ValueError) as exc:
+        return _all_unavailable(nodeids, commit, f"no worktree of {commit[:12]}: {exc}")
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_text:
+        scratch = Path(scratch_text)
+        # Held until the worktree is gone: a later ab prunes it only once this process is dead.
+        claim = ScratchClaim(scratch)
+        worktree = scratch / WORKTREE_NAME
+        try:
+            add_worktree(toplevel, commit, worktree)
+        except RooflineError as exc:
+            claim.release()
+            return _all_unavailable(nodeids, commit, str(exc))
+        try:
+            return _measure(
+                asked,
+                call_s=call_s,
+                baseline_dir=worktree / relative,
+                candidate_dir=rootdir,
+                scratch=scratch,
+                commit=commit,
+                invocation_args=invocation_args,
+                gate=gate,
+                store_path=store_path,
+                windows=windows,
+                log=log,
+            )
+        finally:
+            trouble = remove_worktree(toplevel, worktree)
+            claim.release()
+            if trouble:
+                log(trouble)
+
+
+def _all_unavailable(nodeids: Sequence[str], commit: str, reason: str) -> dict[str, Confirmation]:
+    return {
+        n: Confirmation(state="unavailable", reason=reason, command=ab_command(n, commit))
+        for n in nodeids
+    }
+
+
+def _measure(
+    asked: Mapping[str, Sequence[str]],
+    *,
+    call_s: Mapping[str, float],
+    baseline_dir: Path,
+    candidate_dir: Path,
+    scratch: Path,
+    commit: str,
+    invocation_args: Sequence[str],
+    gate: GateSettings,
+    store_path: Path | None,
+    windows: WindowSettings,
+    log: Callable[[str], None],
+) -> dict[str, Confirmation]:
+    nodeids = list(asked)
+    specs = []
+    sides: tuple[tuple[Side, Path], ...] = (
+        ("baseline", baseline_dir),
+        ("candidate", candidate_dir),
+    )
+    for side, workdir in sides:
+        store = scratch / f"{side}.sqlite"
+        if store_path is not None:
+            with Store.open(store, create=True) as seed:
+                copy_calibrations(store_path, seed, calibration_key())
+        # Each side's own tree first on the import path, ahead of an editable install.
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(workdir), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+        )
+        specs.append(
+            SideSpec(
+                side=side,
+                python=sys.executable,
+                workdir=workdir,
+                sys_path=(workdir,),
+                env=env,
+                pytest_args=worker_args(invocation_args, nodeids),
+                store_path=store,
+            )
+        )
+    plan = paired_plan(
+        windows.min_pairs,
+        windows.max_pairs,
+        windows.look_every,
+        alpha=gate.alpha,
+        alpha_same=gate.alpha,
+    )
+    found: dict[str, Confirmation] = {}
+    try:
+        with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
+            for nodeid in nodeids:
+                margins = {name: confirmation_margin(gate, name) for name in asked[nodeid]}
+                window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
+                test = workers.measure_test(
+                    nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
+                )
+                command = ab_command(nodeid, commit)
+                if test.error is not None:
+                    found[nodeid] = Confirmation(
+                        state="unavailable", reason=test.error, command=command
+                    )
+                    continue
+                paired = paired_look(
+                    test.base_windows,
+                    test.cand_windows,
+                    margins,
+                    plan,
+                    alpha=gate.alpha,
+                    final=test.stop != "decided",
+                )
+                found[nodeid] = confirmation_from(
+                    asked[nodeid], paired, command=command, pairs=test.pairs, stop=test.stop
+                )
+                log(f"{nodeid}: {test.pairs} window pairs ({test.stop})")
+    except RooflineError as exc:
+        reason = f"the paired workers failed: {exc}"
+        for nodeid in nodeids:
+            found.setdefault(
+                nodeid,
+                Confirmation(
+                    state="unavailable", reason=reason, command=ab_command(nodeid, commit)
+                ),
+            )
+    return found

@@ -1,0 +1,172 @@
+"""Paired confirmation of first-look regressions, in real pytest sessions on a real git repository.
+
+A baseline is saved at commit A. The candidate session's first look finds p50 three times slower,
+for one of two reasons: commit B made the kernel slower (a regression of the code), or the host
+got slower between the two sessions (``HOST_SLOW=3``, inherited by every process of the session,
+as a slower runner would be). Only paired rounds against a worktree of commit A can tell the two
+apart, and they must: the first is rolled back as confirmed, the second is not.
+
+Timings come from a fake clock that the conftest advances by the kernel's declared cost
+(``kernel.MS`` milliseconds, times ``HOST_SLOW``, times seeded noise), in the controller and in
+both paired workers alike: nothing here depends on this machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FAKE_CLOCK_CONFTEST
+
+CONFTEST = (
+    FAKE_CLOCK_CONFTEST
+    + """
+import os, zlib
+import numpy as np
+import kernel
+
+CALLS = {"fixtures": 0}
+
+@pytest.fixture
+def work(request):
+    # A new seed for every fixture instance: each paired window gets its own noise.
+    CALLS["fixtures"] += 1
+    rng = np.random.default_rng([zlib.crc32(request.node.name.encode()), os.getpid(), CALLS["fixtures"]])
+    slow = float(os.environ.get("HOST_SLOW", "1"))
+    def call():
+        advance(kernel.MS * 1e-3 * slow * rng.lognormal(0.0, 0.03))
+    return call
+"""
+)
+TESTS = """
+def test_kernel(roofline, work):
+    roofline(work)
+"""
+ROOFLINE_YAML = (
+    "target: ci\n"
+    "targets:\n  ci: {peak_flops_per_s: {fp32: 1.0e11}, peak_bytes_per_s: {dram: 1.0e10}}\n"
+)
+INI = "[pytest]\nroofline_budget = 0.3\nroofline_warmup = 1ms\n"
+NODEID = "test_k.py::test_kernel"
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester) -> Path:
+    """A git repository at commit A (kernel.MS = 2) with a baseline ``main`` saved from it."""
+    root = pytester.path
+    pytester.makefile(".yaml", roofline=ROOFLINE_YAML)
+    pytester.makeini(INI)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_k=TESTS, kernel="MS = 2\n")
+    (root / ".gitignore").write_text("*.sqlite*\n*.json\n__pycache__/\n.pytest_cache/\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "A")
+    saved = run(root, "--roofline-save=main")
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    return root
+
+
+def run(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--roofline",
+            "--roofline-store=store.sqlite",
+            *args,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def record_of(root: Path) -> dict[str, Any]:
+    document = json.loads((root / "out.json").read_text())
+    (test,) = [t for t in document["tests"] if t["nodeid"] == NODEID]
+    return test
+
+
+def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path) -> None:
+    (repo / "kernel.py").write_text("MS = 6\n")
+    git(repo, "commit", "-q", "-am", "B: three times the work")
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "confirming 1 first-look regression(s) with paired rounds" in done.stdout
+    test = record_of(repo)
+    assert test["decision"] == "rollback"
+    confirmation = test["confirmation"]
+    assert confirmation["state"] == "confirmed"
+    assert confirmation["pairs"] >= 4
+    paired = confirmation["change"]["p50"]
+    assert 2.5 < paired["ratio"] < 3.5 and paired["outcome"] == "different"
+    assert "confirmed by paired rounds" in " ".join(test["reasons"])
+
+
+def test_a_host_that_got_slower_is_not_rolled_back_when_paired_rounds_overturn_it(
+    repo: Path,
+) -> None:
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json", env={"HOST_SLOW": "3"})
+    test = record_of(repo)
+    assert test["change"]["p50"]["outcome"] == "different", "the first look must see x3"
+    assert test["confirmation"]["state"] == "overturned", test["confirmation"]["reason"]
+    assert test["decision"] == "ship"
+    document = json.loads((repo / "out.json").read_text())
+    assert document["decision"] == "ship", document["reasons"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(repo, "worktree", "list").count("\n") == 0, "the baseline worktree is removed"
+
+
+def test_without_confirmation_the_first_look_is_decided_at_once_with_the_command_to_settle_it(
+    repo: Path,
+) -> None:
+    done = run(
+        repo,
+        "--roofline-baseline=main",
+        "--roofline-json=out.json",
+        "--roofline-confirm=never",
+        env={"HOST_SLOW": "3"},
+    )
+    assert "confirming" not in done.stdout
+    test = record_of(repo)
+    assert test["confirmation"]["state"] == "unavailable"
+    assert "--roofline-confirm=never" in test["confirmation"]["reason"]
+    assert test["confirmation"]["command"].startswith("pytest-roofline ab --baseline=")
+
+
+def test_a_baseline_with_another_data_layer_tag_is_not_confirmed_by_a_worktree(
+    repo: Path,
+) -> None:
+    (repo / "roofline.yaml").write_text(ROOFLINE_YAML + "tags:\n  dataset: v2\n")
+    git(repo, "commit", "-q", "-am", "a tag of the data layer changes")
+    run(repo, "--roofline-baseline=main", "--roofline-json=out.json", env={"HOST_SLOW": "3"})
+    test = record_of(repo)
+    assert test["confirmation"]["state"] == "unavailable"
+    assert "dataset" in test["confirmation"]["reason"]
