@@ -344,25 +344,46 @@ def test_sleep_3ms(benchmark):
     benchmark(time.sleep, 0.003)
 """
 
-# The same tests, with one function that sleeps under pytest-benchmark and, under pytest-roofline,
-# advances the fake clock by per-call times drawn from what pytest-benchmark measured (the
-# latest saved run): the two sides then share one distribution, so the A/A verdict does not
-# depend on how busy this shared machine happens to be between the runs.
+# pytest-benchmark's timer for the runs that make the .benchmarks/ folder (--benchmark-timer): a
+# fake clock that ticks once per read (pytest-benchmark measures the timer's precision first) and
+# moves by whatever ``advance`` is given, so pytest-benchmark records exact, seeded per-call times.
+PB_CLOCK = """
+class _Clock:
+    now = 0.0
+
+CLOCK = _Clock()
+
+def now():
+    CLOCK.now += 1e-9
+    return CLOCK.now
+
+def advance(seconds):
+    CLOCK.now += seconds
+"""
+
+# The same tests, with one function that, under pytest-benchmark, advances its fake timer by
+# seeded lognormal per-call times around N ms (a different seed per saved run), and, under
+# pytest-roofline, advances roofline's fake clock by times drawn from what pytest-benchmark
+# recorded in its latest saved run: the two sides share one distribution, so the A/A verdict
+# does not depend on how busy this shared machine happens to be between the runs.
 RESAMPLED = (
     FAKE_CLOCK_CONFTEST.replace("@pytest.hookimpl\n", "@pytest.hookimpl(optionalhook=True)\n")
     + """
-import json, pathlib, time, zlib
+import json, pathlib, zlib
 import numpy as np
+import pbclock
 
 @pytest.fixture
 def work(request):
     seconds = int(request.node.name.rsplit("_", 1)[1].rstrip("ms")) / 1000
+    saved = sorted(pathlib.Path(request.config.rootpath, ".benchmarks").glob("*/*.json"))
+    seed = zlib.crc32(request.node.nodeid.encode())
     if not request.config.pluginmanager.has_plugin("roofline"):
-        return lambda: time.sleep(seconds)
-    saved = sorted(pathlib.Path(request.config.rootpath, ".benchmarks").glob("*/*.json"))[-1]
-    benchmarks = json.loads(saved.read_text())["benchmarks"]
+        rng = np.random.default_rng([seed, len(saved)])
+        return lambda: pbclock.advance(seconds * float(rng.lognormal(0.0, 0.05)))
+    benchmarks = json.loads(saved[-1].read_text())["benchmarks"]
     data = next(b["stats"]["data"] for b in benchmarks if b["fullname"] == request.node.nodeid)
-    rng = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+    rng = np.random.default_rng(seed)
     return lambda: advance(float(rng.choice(data)))
 """
 )
@@ -371,19 +392,25 @@ RESAMPLED_TESTS = "".join(
 )
 
 
+def _resampled_project(project: pytest.Pytester) -> None:
+    project.makeconftest(RESAMPLED)
+    project.makepyfile(test_sleep=RESAMPLED_TESTS, pbclock=PB_CLOCK)
+    project.syspathinsert()
+
+
 def test_a_benchmarks_folder_made_here_imports_as_this_machine_and_ships_a_to_a(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # pytest-benchmark switches itself off when it sees an xdist worker.
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    project.makeconftest(RESAMPLED)
-    project.makepyfile(test_sleep=RESAMPLED_TESTS)
+    _resampled_project(project)
     project.makeini("[pytest]\nroofline_budget = 1\nroofline_warmup = 5ms\n")
     # pytest-benchmark itself, twice: .benchmarks/<machine>/0001_*.json and 0002_*.json
     for _ in range(2):
         project.runpytest(
             "-p", "no:roofline", "--benchmark-autosave", "--benchmark-save-data",
             "--benchmark-max-time=0.3", "--benchmark-min-rounds=100",
+            "--benchmark-timer=pbclock.now",
         ).assert_outcomes(passed=3)  # fmt: skip
     store = project.path / ".roofline" / "store.sqlite"
     assert main(["import", str(project.path / ".benchmarks"), "--store", str(store)]) == 0
@@ -417,11 +444,10 @@ def test_a_run_from_another_machine_escalates_with_the_reason(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    project.makeconftest(RESAMPLED)
-    project.makepyfile(test_sleep=RESAMPLED_TESTS)
+    _resampled_project(project)
     project.runpytest(
         "-p", "no:roofline", "--benchmark-autosave", "--benchmark-save-data",
-        "--benchmark-max-time=0.05", "--benchmark-min-rounds=20",
+        "--benchmark-max-time=0.05", "--benchmark-min-rounds=20", "--benchmark-timer=pbclock.now",
     ).assert_outcomes(passed=3)  # fmt: skip
     (saved,) = (project.path / ".benchmarks").glob("*/0001_*.json")
     document = json.loads(saved.read_text())
