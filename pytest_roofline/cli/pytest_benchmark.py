@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_roofline.config.benchmark_marker import AUTOSAVE_LABEL
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.errors import CliError
 from pytest_roofline.hardware.machine import cpuinfo
@@ -66,9 +67,6 @@ __all__ = [
     "saved_run_paths",
 ]
 
-#: Default label of a folder import: the label ``--roofline-autosave`` saves under, so the
-#: imported history and the runs saved from now on form one series.
-AUTOSAVE_LABEL = "autosave"
 #: Default label of a single-file import.
 FILE_LABEL = "pytest-benchmark"
 BENCHMARK_LABEL = FILE_LABEL
@@ -514,7 +512,9 @@ def import_benchmarks(
 ) -> ImportSummary:
     """Import a pytest-benchmark JSON file, or every saved run of a ``.benchmarks/`` folder.
 
-    :param label: default :data:`AUTOSAVE_LABEL` for a folder, :data:`FILE_LABEL` for a file.
+    :param label: default :data:`AUTOSAVE_LABEL` (the label ``--roofline-autosave`` saves under,
+        so the imported history and the runs saved from now on form one series) for a folder,
+        :data:`FILE_LABEL` for a file.
     :raises BenchmarkImportError: unreadable input, nothing to import, runs that would land
         before the label's latest run (they would become its baseline), malformed entries.
     """
