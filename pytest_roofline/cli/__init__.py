@@ -6,7 +6,7 @@ Subcommands (``pytest-roofline SUBCOMMAND --help`` for each):
 ``report``     re-render a stored run's report (HTML, Markdown, JSON)
 ``compare``    compare two stored runs offline and render the result
 ``export``     write a stored run as JSON (``pytest-roofline-run`` format)
-``import``     read a run from our JSON or from pytest-benchmark JSON (with raw data)
+``import``     read a run from our JSON, pytest-benchmark JSON, or a ``.benchmarks/`` folder
 ``calibrate``  measure (or show the cached) roofs of this host
 ``ab``         measure a git revision (baseline) and the current tree in alternating rounds
 ``history``    change points per test over a label's runs, confirmed and attributed
@@ -39,7 +39,11 @@ from pytest_roofline.cli.commands import (
     format_roofs,
 )
 from pytest_roofline.cli.history import add_history_options, cmd_history
-from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, pytest_benchmark_run
+from pytest_roofline.cli.pytest_benchmark import (
+    AUTOSAVE_LABEL,
+    BENCHMARK_LABEL,
+    import_benchmarks,
+)
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.config.labels import check_nonempty
 from pytest_roofline.config.outputs import check_outputs, protected_paths
@@ -53,8 +57,8 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_WRITE_FAILED",
     "format_roofs",
+    "import_benchmarks",
     "main",
-    "pytest_benchmark_run",
 ]
 
 #: The plugin's default store (``--roofline-store``), relative to the current directory here;
@@ -99,7 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         ("report", "re-render a stored run's report", cmd_report),
         ("compare", "compare two stored runs offline", cmd_compare),
         ("export", "write a stored run as JSON", cmd_export),
-        ("import", "import a run (pytest-roofline export or pytest-benchmark JSON)", cmd_import),
+        (
+            "import",
+            "import a run (pytest-roofline export, pytest-benchmark JSON or .benchmarks/ folder)",
+            cmd_import,
+        ),
         ("calibrate", "measure (or show the cached) roofs of this host", cmd_calibrate),
         (
             "ab",
@@ -132,11 +140,16 @@ def _parser() -> argparse.ArgumentParser:
     made["export"].add_argument(
         "-o", "--output", metavar="FILE", help="write here instead of stdout"
     )
-    made["import"].add_argument("file", metavar="FILE", help="JSON file to import")
+    made["import"].add_argument(
+        "file",
+        metavar="PATH",
+        help="JSON file to import, or a pytest-benchmark .benchmarks/ folder (every saved run)",
+    )
     _store_option(made["import"])
     made["import"].add_argument(
         "--label",
-        help=f"save the run under this label (default: the export's own; {BENCHMARK_LABEL!r} for pytest-benchmark)",
+        help=f"save the run under this label (default: the export's own; {BENCHMARK_LABEL!r} for a "
+        f"pytest-benchmark file, {AUTOSAVE_LABEL!r} for a .benchmarks/ folder)",
     )
     _store_option(made["calibrate"])
     made["calibrate"].add_argument(

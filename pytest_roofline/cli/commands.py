@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_roofline import exits
-from pytest_roofline.cli.pytest_benchmark import BENCHMARK_LABEL, mapping, pytest_benchmark_run
+from pytest_roofline.cli.pytest_benchmark import (
+    import_benchmarks,
+    is_pytest_benchmark_document,
+    mapping,
+)
 from pytest_roofline.config.labels import RUN_ID_PREFIX, check_label, check_nonempty
 from pytest_roofline.errors import CliError, OutputError
 from pytest_roofline.files import write_atomic
@@ -372,7 +376,14 @@ def _read_json(path: str) -> Any:
 def cmd_import(args: argparse.Namespace) -> int:
     if args.label is not None:
         check_label(args.label, where="--label")
-    document = _read_json(args.file)
+    document = None if Path(args.file).is_dir() else _read_json(args.file)
+    if document is None or is_pytest_benchmark_document(document):
+        # A .benchmarks/ folder (every saved run, as the label's history) or one file.
+        with _open_store(args.store, create=True) as store:
+            summary = import_benchmarks(store, Path(args.file), label=args.label)
+        for line in summary.lines(args.store):
+            print(terminal_safe(line))
+        return EXIT_OK
     if isinstance(document, Mapping) and document.get("format") == "pytest-roofline-run":
         if args.label is not None:
             document = {**document, "run": {**mapping(document.get("run")), "label": args.label}}
@@ -394,17 +405,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         kind = "pytest-roofline run"
         n = len(document.get("results") or ())
         label = mapping(document.get("run")).get("label")
-    elif isinstance(document, Mapping) and isinstance(document.get("benchmarks"), list):
-        label = args.label if args.label is not None else BENCHMARK_LABEL
-        record, results = pytest_benchmark_run(document, label=label, source=args.file)
-        with _open_store(args.store, create=True) as store:
-            run_id = store.save_run(record, results)
-        kind = "pytest-benchmark file"
-        n = len(results)
     else:
         raise CliError(
             f"{args.file}: neither a pytest-roofline run export (from 'pytest-roofline export') nor "
-            "a pytest-benchmark JSON file (from 'pytest --benchmark-json=FILE --benchmark-save-data')"
+            "a pytest-benchmark JSON file (from 'pytest --benchmark-json=FILE') or .benchmarks/ folder"
         )
     print(
         terminal_safe(

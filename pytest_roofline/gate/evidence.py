@@ -36,6 +36,7 @@ from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.gate.history import HistoryDrift, label_drift, level_segments
 from pytest_roofline.gate.looks import decided_at_look, final_boundary, session_plan
+from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.hostwatch import HostState
 from pytest_roofline.measure.measurement import QualityRecord
@@ -96,6 +97,9 @@ class EvidenceContext:
     hardware_differs: str | None = None
     baseline_label: str | None = None
     n_boot: int = stats.DEFAULT_N_BOOT
+    # Explicit thresholds per quantile (``--roofline-fail=p50:10%``, pytest-benchmark's
+    # ``--benchmark-compare-fail``): an extra policy rule on top of the margins (gate.thresholds).
+    fail_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def comparisons(self) -> int:
@@ -118,6 +122,9 @@ class BaselineEntry:
     history_samples: tuple[np.ndarray, ...] = ()
     # The git_commit of each baseline run, aligned with [*history_samples, samples_s].
     commits: tuple[str | None, ...] = ()
+    # Per history run (aligned with ``history_samples``): quantiles known without samples, as a
+    # pytest-benchmark run saved without ``--benchmark-save-data`` has them (``{"p50": s}``).
+    history_quantiles_s: tuple[Mapping[str, float], ...] = ()
 
     @classmethod
     def of(
@@ -125,6 +132,7 @@ class BaselineEntry:
         result: TestResult,
         history: Sequence[np.ndarray] = (),
         commits: Sequence[str | None] = (),
+        history_quantiles_s: Sequence[Mapping[str, float]] = (),
     ) -> BaselineEntry:
         """The entry of the baseline's result of a test, earlier runs' samples and commits."""
         measurement = result.measurement
@@ -134,6 +142,7 @@ class BaselineEntry:
             quality={q.name: q for q in measurement.quality},
             history_samples=tuple(history),
             commits=tuple(commits),
+            history_quantiles_s=tuple(history_quantiles_s),
         )
 
 
@@ -249,6 +258,8 @@ class TestEvidence:
     confirmation: Confirmation | None = None
     # The label's drift since its last step, with this run, beyond the margin (gate.history).
     history_drift: HistoryDrift | None = None
+    # Explicit thresholds in force (``EvidenceContext.fail_thresholds``), for the policy's rule.
+    fail_thresholds: Mapping[str, float] = field(default_factory=dict)
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -257,11 +268,20 @@ def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMar
     documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`), capped at ``gate.max_margin``;
     a test whose floor exceeds the cap is too noisy to gate here."""
     runs = [*entry.history_samples, entry.samples_s]
+    known = [*entry.history_quantiles_s, *([{}] * (len(runs) - len(entry.history_quantiles_s)))]
     result = {}
     for name in GATED_QUANTILES:
         q = QUANTILES[name]
-        # The label's steps taken out (gate.history): a floor computed across a step is the step.
-        per_run = level_segments([float(stats.hd_quantiles(s, [q])[0]) for s in runs if s.size])
+        # A summary-only run (no samples) counts with the quantiles it recorded, in time order;
+        # the label's steps are taken out (gate.history): a floor computed across a step is the
+        # step.
+        per_run = level_segments(
+            [
+                float(stats.hd_quantiles(s, [q])[0]) if s.size else known[i][name]
+                for i, s in enumerate(runs)
+                if s.size or name in known[i]
+            ]
+        )
         floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q), robust=True)
         result[name] = stats.gate_margin(
             context.min_effect.get(name, 0.0), floor, max_margin=context.max_margin
@@ -327,7 +347,9 @@ def should_replay(
     found = _compare(
         entry.samples_s, samples_s / common_mode, margins(entry, context), context, nodeid, salt=0
     )
-    return any(c.outcome == "different" for c in found.values())
+    return any(c.outcome == "different" for c in found.values()) or bool(
+        threshold_hits(found, context.fail_thresholds)
+    )
 
 
 def _latency_sla(result: TestResult, samples: np.ndarray, alpha: float) -> list[SlaOutcome]:
@@ -545,7 +567,10 @@ def evaluate(
                 reproduced,
                 {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
             )
-        elif any(c.outcome == "different" for c in comparisons.values()) and context.replay > 0:
+        elif context.replay > 0 and (
+            any(c.outcome == "different" for c in comparisons.values())
+            or threshold_hits(comparisons, context.fail_thresholds)
+        ):
             replay = ReplayOutcome(False, 0, None)
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
@@ -618,4 +643,5 @@ def evaluate(
         )
         if entry is not None and entry.history_samples and entry.samples_s.size
         else None,
+        fail_thresholds=context.fail_thresholds if entry is not None else {},
     )

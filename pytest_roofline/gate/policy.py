@@ -6,7 +6,9 @@ Pure (no pytest, no I/O). Per test (docs/gate.md):
   host canary quiet during the test, and confirmed by paired rounds against the baseline's
   commit where that was possible (else beyond the history noise floor and reproduced on
   replay); a confident SLA breach, a quality drift beyond tolerance, or an efficiency collapse
-  with a bound-class change; attributable to at most one changed layer.
+  with a bound-class change; attributable to at most one changed layer. With explicit
+  thresholds (``--roofline-fail=p50:10%``), also a real change above the threshold, reproduced
+  on replay (:mod:`pytest_roofline.gate.thresholds`).
 * **escalate** — evidence that points at a regression without establishing it or without
   attributing it: an UNKNOWN quantile once sampling is done (``suspect`` or ``not detected``),
   a test too noisy to gate (its history floor above ``gate.max_margin``), a regression seen on
@@ -31,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
+from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.units import format_seconds
 from pytest_roofline.vocabulary import DECISIONS, Decision
@@ -319,6 +322,20 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
     if e.history_drift is not None and not rollback:  # slow drift across merged runs
         (escalate if e.history_drift.new else notes).append(e.history_drift.reason)
+
+    # Explicit thresholds (--roofline-fail; pytest-benchmark's --benchmark-compare-fail).
+    explicit = threshold_reasons(
+        e.comparisons,
+        e.fail_thresholds,
+        replay_attempted=e.replay.attempted if e.replay is not None else None,
+        replay_ratios=e.replay.ratios if e.replay is not None else {},
+        host_disturbed=e.host.reason
+        if e.host is not None and e.host.state == "disturbed"
+        else None,
+    )
+    rollback += explicit.rollback
+    escalate += explicit.escalate
+    missing += explicit.missing
 
     for check in e.sla:
         if check.status == "breach":

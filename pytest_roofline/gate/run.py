@@ -31,6 +31,7 @@ from pytest_roofline.gate.evidence import (
     EvidenceContext,
     evaluate,
 )
+from pytest_roofline.gate.imported import comparable_tags, history_of, is_imported
 from pytest_roofline.gate.layers import hardware_difference, layer_of, layers_changed, tag_diff
 from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
 from pytest_roofline.gate.record import platform_targets, relevant_presets, test_record
@@ -52,6 +53,7 @@ from pytest_roofline.model.document import (
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DEFAULT_OVERHEAD_EFFICIENCY, DEFAULT_RIDGE_MARGIN
 from pytest_roofline.store import Baseline, StoredResult, StoredRun
+from pytest_roofline.store.summary_only import is_summary_only
 from pytest_roofline.vocabulary import QUANTILES, Decision, FailOn
 
 __all__ = [
@@ -89,6 +91,8 @@ class BaselineFacts:
     machine: str
     samples: Mapping[str, np.ndarray]
     canary: CanaryRunRecord | None = None
+    # Imported from pytest-benchmark: tags it never recorded are unknown, not changed.
+    imported: bool = False
 
     @classmethod
     def of(cls, baseline: Baseline) -> BaselineFacts:
@@ -101,6 +105,7 @@ class BaselineFacts:
             machine=latest.record.machine,
             samples={n: r.samples_s for n, r in latest.results.items()},
             canary=_stored_canary(latest.record.summary),
+            imported=is_imported(latest.record),
         )
 
 
@@ -134,7 +139,9 @@ def evidence_context(
         return EvidenceContext(**common)  # type: ignore[arg-type]
     return EvidenceContext(
         **common,  # type: ignore[arg-type]
-        layers_changed=layers_changed(baseline.tags, tags, layers),
+        layers_changed=layers_changed(
+            baseline.tags, comparable_tags(baseline.tags, tags, imported=baseline.imported), layers
+        ),
         hardware_differs=hardware_difference(
             baseline.target, baseline.machine, target.name if target else None, machine
         ),
@@ -148,22 +155,30 @@ def stored_result(stored: StoredResult) -> TestResult:
 
 
 def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
-    """Each test's baseline entry: the latest run's samples, history from earlier runs (oldest first)."""
+    """Each test's baseline entry: the latest run's samples, history from earlier runs (oldest first).
+
+    A summary-only result (a pytest-benchmark run imported without raw data) is no sample
+    baseline: such a test gets no entry. In the history it counts with its recorded median.
+    """
     if baseline is None:
         return {}
     older: list[StoredRun] = list(reversed(baseline.history))
-    return {
-        nodeid: BaselineEntry.of(
+    entries = {}
+    for nodeid, stored in baseline.latest.results.items():
+        if is_summary_only(stored.payload):
+            continue
+        samples, known = history_of(nodeid, older)
+        entries[nodeid] = BaselineEntry.of(
             stored_result(stored),
-            [run.results[nodeid].samples_s for run in older if nodeid in run.results],
-            [
+            samples,
+            history_quantiles_s=known,
+            commits=[
                 run.record.tags.get("git_commit")
                 for run in (*older, baseline.latest)
                 if nodeid in run.results
             ],
         )
-        for nodeid, stored in baseline.latest.results.items()
-    }
+    return entries
 
 
 def replay_command(nodeid: str, baseline_label: str | None, target: str | None) -> str:
@@ -428,8 +443,11 @@ def analyse_run(
         baseline_ref=baseline.tags.get("git_commit") if baseline is not None else None,
     )
     decision: Decision = run_decision.decision
-    diff = tag_diff(baseline.tags, tags) if baseline is not None else {}
-    changed = layers_changed(baseline.tags, tags, layers) if baseline is not None else ()
+    compared = (
+        comparable_tags(baseline.tags, tags, imported=baseline.imported) if baseline else tags
+    )
+    diff = tag_diff(baseline.tags, compared) if baseline is not None else {}
+    changed = layers_changed(baseline.tags, compared, layers) if baseline is not None else ()
     base_ids = set(baseline.samples) if baseline is not None else set()
     run = RunInfo(
         label=label,

@@ -52,6 +52,7 @@ __all__ = [
     "METHOD_V1",
     "SCHEMA_VERSION",
     "BaselineSummary",
+    "BenchmarkInfo",
     "BoundChangeRecord",
     "CanaryRunRecord",
     "CommonModeRecord",
@@ -363,6 +364,17 @@ class PlatformCell(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class BenchmarkInfo(Record):
+    """pytest-benchmark's names of a test measured through the ``benchmark`` fixture."""
+
+    group: str | None = None
+    name: str | None = None
+    fullname: str | None = None
+    param: str | None = None
+    extra_info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class TestRecord(Record):
     """One measured test: what was measured, the evidence and the decision (``tests[]``)."""
 
@@ -414,8 +426,10 @@ class TestRecord(Record):
     platforms: Mapping[str, PlatformCell] = field(default_factory=dict)
     host: HostRecordDoc | None = None
     confirmation: ConfirmationRecord | None = None
+    # Set for a test that used the ``benchmark`` fixture (plugin.benchmark_options).
+    benchmark: BenchmarkInfo | None = None
 
-    _OMIT_IF_NONE = ("paired", "host", "confirmation")
+    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark")
 
     def _derived(self) -> Mapping[str, Any]:
         return {

@@ -14,6 +14,7 @@ import pytest
 from pytest_roofline.config.markers import MARKER_HELP
 from pytest_roofline.config.settings import build_config
 from pytest_roofline.errors import RooflineError, RooflineWarning
+from pytest_roofline.plugin.benchmark_options import BenchmarkOptionsPlugin, adjust_cli
 from pytest_roofline.plugin.fixtures import hardware, roofline, workload  # noqa: F401  (registers fixtures)
 from pytest_roofline.plugin.options import (
     add_options,
@@ -30,6 +31,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from pytest_roofline.plugin import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+    # pytest-benchmark compatibility (benchmark_options.py): its options, the `benchmark` fixture.
+    if pluginmanager.get_plugin("roofline-benchmark") is None:
+        pluginmanager.register(BenchmarkOptionsPlugin(), "roofline-benchmark")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,6 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     cli, ini = read_options(config)
+    cli = adjust_cli(config, cli)  # --roofline-autosave, --roofline-disable (benchmark_options)
     try:
         settings = build_config(
             rootdir=Path(config.rootpath),

@@ -54,7 +54,7 @@ from pytest_roofline.measure.host import HostProbe
 from pytest_roofline.measure.hostwatch import HostWatch
 from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
-from pytest_roofline.measure.sampling import Sampler, SamplingPolicy, StopRule
+from pytest_roofline.measure.sampling import Clock, Sampler, SamplingPolicy, StopRule
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.model.stored import check_stored_run
@@ -389,8 +389,17 @@ class RooflineSession:
         if base > 0 and cand > 0:
             self._p50_log_ratios.append(math.log(cand / base))
 
-    def make_probe(self, item: pytest.Item) -> RooflineProbe:
-        """The ``roofline`` fixture's object for ``item``."""
+    def make_probe(
+        self,
+        item: pytest.Item,
+        *,
+        sampler_for: Callable[[SamplingPolicy, Clock, StopRule | None], Sampler] | None = None,
+    ) -> RooflineProbe:
+        """The ``roofline`` fixture's object for ``item``.
+
+        :param sampler_for: builds the sampler from the test's policy, clock and stop rule (the
+            ``benchmark`` fixture adapts the policy to its marker, or runs pedantic rounds).
+        """
         test = item.stash.get(SETTINGS_KEY, None) or resolve_test(self.settings, None, item.nodeid)
         sampler = None
         replays_for = None
@@ -406,7 +415,8 @@ class RooflineSession:
                 max_extension=self.settings.gate.unknown_extension if entry is not None else 1.0,
             )
             stop_rule = self._stop_rule(entry) if window is None else None
-            sampler = Sampler(policy, clock=clock or time.perf_counter_ns, stop_rule=stop_rule)
+            make = sampler_for or (lambda p, c, r: Sampler(p, clock=c, stop_rule=r))
+            sampler = make(policy, clock or time.perf_counter_ns, stop_rule)
             if window is None and entry is not None and self.context.replay > 0:
                 replays_for = partial(self._replays_for, entry=entry, nodeid=item.nodeid)
         probe = RooflineProbe(

@@ -18,6 +18,7 @@ import numpy as np
 
 from pytest_roofline.errors import StoreError
 from pytest_roofline.store.records import RunRecord, StoredResult
+from pytest_roofline.store.summary_only import is_summary_only
 from pytest_roofline.text import is_utf8, shown
 
 __all__ = [
@@ -48,8 +49,13 @@ def check_timestamp(value: object, *, where: str) -> float:
     return seconds
 
 
-def check_samples(samples: np.ndarray, *, where: str) -> np.ndarray:
-    """Per-call times in seconds: at least one, each finite and not negative."""
+def check_samples(samples: np.ndarray, *, where: str, summary_only: bool = False) -> np.ndarray:
+    """Per-call times in seconds: at least one, each finite and not negative.
+
+    :param summary_only: the result is summary-only (:mod:`~.summary_only`): no samples is right.
+    """
+    if summary_only and samples.ndim == 1 and samples.size == 0:
+        return samples
     if samples.ndim != 1 or samples.size == 0:
         raise StoreError(f"{where}: no samples (a measured test has at least one)")
     bad = ~np.isfinite(samples) | (samples < 0)
@@ -62,14 +68,16 @@ def check_samples(samples: np.ndarray, *, where: str) -> np.ndarray:
     return samples
 
 
-def samples_from_blob(blob: object, *, where: str) -> np.ndarray:
+def samples_from_blob(blob: object, *, where: str, summary_only: bool = False) -> np.ndarray:
     """The samples of a stored row: little-endian float64, checked."""
     if not isinstance(blob, bytes) or len(blob) % 8:
         size = len(blob) if isinstance(blob, (bytes, str)) else type(blob).__name__
         raise StoreError(
             f"{where}: the samples are not a whole number of float64 values ({size} bytes)"
         )
-    return check_samples(np.frombuffer(blob, dtype="<f8").astype(np.float64), where=where)
+    return check_samples(
+        np.frombuffer(blob, dtype="<f8").astype(np.float64), where=where, summary_only=summary_only
+    )
 
 
 def _non_finite(value: object, path: str) -> str | None:
@@ -146,12 +154,14 @@ def _field(mapping: Mapping[str, Any], key: str, *, where: str) -> Any:
     return mapping[key]
 
 
-def _samples_list(value: object, *, where: str) -> np.ndarray:
+def _samples_list(value: object, *, where: str, summary_only: bool = False) -> np.ndarray:
     if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
         raise StoreError(f"{where}: expected a list of times in seconds, got {value!r}")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         raise StoreError(f"{where}: expected numbers (seconds), got {list(value)[:3]!r}...")
-    return check_samples(np.asarray(value, dtype=np.float64), where=where)
+    return check_samples(
+        np.asarray(value, dtype=np.float64), where=where, summary_only=summary_only
+    )
 
 
 def parse_export(
@@ -188,15 +198,11 @@ def parse_export(
         if nodeid in seen:
             raise StoreError(f"{at}.nodeid: {shown(nodeid)} appears twice in the export")
         seen.add(nodeid)
-        results.append(
-            StoredResult(
-                nodeid=nodeid,
-                payload=check_json_mapping(
-                    _field(item, "payload", where=at), where=f"{at}.payload"
-                ),
-                samples_s=_samples_list(
-                    _field(item, "samples_s", where=at), where=f"{at}.samples_s"
-                ),
-            )
+        payload = check_json_mapping(_field(item, "payload", where=at), where=f"{at}.payload")
+        samples = _samples_list(
+            _field(item, "samples_s", where=at),
+            where=f"{at}.samples_s",
+            summary_only=is_summary_only(payload),
         )
+        results.append(StoredResult(nodeid=nodeid, payload=payload, samples_s=samples))
     return record, results

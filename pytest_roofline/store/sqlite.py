@@ -54,6 +54,7 @@ from pytest_roofline.store.series import (
 )
 from pytest_roofline.store.sqltext import from_sql as _from_sql
 from pytest_roofline.store.sqltext import to_sql as _to_sql
+from pytest_roofline.store.summary_only import is_summary_only
 from pytest_roofline.text import shown
 
 __all__ = ["STORE_SCHEMA_VERSION", "Store"]
@@ -365,10 +366,13 @@ class Store:
         ):
             nodeid = _from_sql(raw_nodeid)
             where = f"{self.path}: run {run_id}, test {shown(nodeid)!r}"
+            decoded = decode_json_mapping(payload, where=f"{where}: payload")
             results[nodeid] = StoredResult(
                 nodeid=nodeid,
-                payload=decode_json_mapping(payload, where=f"{where}: payload"),
-                samples_s=samples_from_blob(blob, where=f"{where}: samples"),
+                payload=decoded,
+                samples_s=samples_from_blob(
+                    blob, where=f"{where}: samples", summary_only=is_summary_only(decoded)
+                ),
             )
         return StoredRun(run_id, record, results)
 

@@ -461,15 +461,23 @@ def test_imported_pytest_benchmark_runs_can_be_compared(
     assert status == EXIT_OK
 
 
-def test_a_pytest_benchmark_file_without_raw_data_says_how_to_get_it(
+def test_a_pytest_benchmark_file_without_raw_data_imports_summary_only_and_says_so(
     capsys: pytest.CaptureFixture[str], pytester: pytest.Pytester
 ) -> None:
     saved = _run_pytest_benchmark(pytester)
-    status, _, err = run(capsys, "import", str(saved), "--store", str(pytester.path / "s.sqlite"))
-    assert status == EXIT_USAGE
-    assert "no raw timings for test_bench.py::test_sum" in err
-    assert "--benchmark-save-data" in err
+    bench = json.loads(saved.read_text())
+    store = pytester.path / "s.sqlite"
+    status, out, err = run(capsys, "import", str(saved), "--store", str(store))
     _no_traceback(err)
+    assert status == EXIT_OK
+    assert "without raw timings (saved without --benchmark-save-data) stored summary-only" in out
+    with Store.open(store) as opened:
+        stored = opened.load_run(1)
+    assert stored.record.summary["summary_only"] is True
+    medians = {b["fullname"]: b["stats"]["median"] for b in bench["benchmarks"]}
+    for nodeid, result in stored.results.items():
+        assert result.samples_s.size == 0
+        assert result.payload["summary_only"]["p50_s"] == pytest.approx(medians[nodeid])
 
 
 # --------------------------------------------------------------------------- calibrate, usage

@@ -1,0 +1,232 @@
+"""The gate's side of pytest-benchmark adoption: explicit thresholds, summary-only history, imported tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
+from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.gate.evidence import (
+    BaselineEntry,
+    EvidenceContext,
+    HostCheck,
+    ReplayOutcome,
+    evaluate,
+    margins,
+    should_replay,
+)
+from pytest_roofline.gate.imported import comparable_tags
+from pytest_roofline.gate.policy import decide_test
+from pytest_roofline.gate.run import BaselineFacts, baseline_entries, evidence_context
+from pytest_roofline.gate.thresholds import exceeds_threshold
+from pytest_roofline.measure.measurement import Measurement
+from pytest_roofline.measure.sampling import SampleSet
+from pytest_roofline.model.results import TestResult
+from pytest_roofline.store import Baseline, RunRecord, StoredResult, StoredRun
+from pytest_roofline.store.summary_only import summary_only_quantiles
+from tests.unit.test_policy import comparison, evidence
+
+
+def result(nodeid: str, data: np.ndarray) -> TestResult:
+    sample_set = SampleSet(data, 1, 1, 0.0, "budget", float(data.sum()), False)
+    return TestResult(
+        nodeid, None, ("team",), "revert", SlaSpec(), None, Measurement(sample_set, None, (), None)
+    )
+
+
+def quiet(rng: np.random.Generator, scale: float, n: int = 2000) -> np.ndarray:
+    return scale * rng.lognormal(0.0, 0.02, size=n)
+
+
+# --------------------------------------------------------------------------- the policy rule
+# +15% on p50, real (interval above 1, significant across the session), and SAME for the gate:
+# the interval lies below its +35% margin.
+REAL_15 = comparison("ok", 1.15, 1.12, 1.18, p_adjusted=1e-6, quantile=0.5, delta=0.35)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "decision", "reason"),
+    [
+        # The gate alone ships it ...
+        ({"comparisons": {"p50": REAL_15}}, "ship", "p50"),
+        # ... an explicit +10% threshold rolls it back (replay off) ...
+        (
+            {"comparisons": {"p50": REAL_15}, "fail_thresholds": {"p50": 0.10}},
+            "rollback",
+            "above the explicit threshold +10%",
+        ),
+        # ... but not a +20% threshold, nor a threshold on another quantile.
+        ({"comparisons": {"p50": REAL_15}, "fail_thresholds": {"p50": 0.20}}, "ship", "p50"),
+        ({"comparisons": {"p50": REAL_15}, "fail_thresholds": {"p95": 0.10}}, "ship", "p50"),
+        # Replay: reproduced rolls back, not reproduced or not attempted escalates.
+        (
+            {
+                "comparisons": {"p50": REAL_15},
+                "fail_thresholds": {"p50": 0.10},
+                "replay": ReplayOutcome(True, 1, False, {"p50": (1.16,)}),
+            },
+            "rollback",
+            "reproduced on replay",
+        ),
+        (
+            {
+                "comparisons": {"p50": REAL_15},
+                "fail_thresholds": {"p50": 0.10},
+                "replay": ReplayOutcome(True, 1, False, {"p50": (1.02,)}),
+            },
+            "escalate",
+            "did not reproduce on replay",
+        ),
+        (
+            {
+                "comparisons": {"p50": REAL_15},
+                "fail_thresholds": {"p50": 0.10},
+                "replay": ReplayOutcome(False, 0, None),
+            },
+            "escalate",
+            "not yet confirmed by a replay",
+        ),
+        # Seen on a disturbed host: not established, whatever the replay says.
+        (
+            {
+                "comparisons": {"p50": REAL_15},
+                "fail_thresholds": {"p50": 0.10},
+                "host": HostCheck("disturbed", "python canary x1.5"),
+            },
+            "escalate",
+            "the host was disturbed during the test (python canary x1.5)",
+        ),
+    ],
+    ids=[
+        "gate-alone",
+        "threshold-10",
+        "threshold-20",
+        "other-quantile",
+        "replayed",
+        "not-reproduced",
+        "not-replayed",
+        "disturbed-host",
+    ],
+)
+def test_an_explicit_threshold_fails_only_a_real_change_above_it(
+    overrides: dict[str, object], decision: str, reason: str
+) -> None:
+    decided = decide_test(evidence(**overrides))
+    assert decided.decision == decision
+    assert any(reason in r for r in decided.reasons), decided.reasons
+
+
+@pytest.mark.parametrize(
+    "seen",
+    [
+        # Above the threshold but not real (the interval includes 1): noise.
+        comparison("not detected", 1.15, 0.97, 1.4, p_adjusted=0.2, quantile=0.5),
+        # Real within the test but not across the session (Bonferroni).
+        comparison("not detected", 1.15, 1.02, 1.3, p_adjusted=0.3, quantile=0.5),
+    ],
+    ids=["not-real", "not-significant"],
+)
+def test_an_explicit_threshold_adds_nothing_for_a_change_that_is_not_real(seen: Any) -> None:
+    plain = decide_test(evidence(comparisons={"p50": seen}))
+    strict = decide_test(evidence(comparisons={"p50": seen}, fail_thresholds={"p50": 0.10}))
+    assert strict.decision == plain.decision
+    assert strict.reasons == plain.reasons
+    assert not any("explicit threshold" in r for r in strict.reasons)
+
+
+def test_an_explicit_threshold_does_not_double_count_a_regression_the_gate_found() -> None:
+    regression = comparison("regression", 1.8, 1.7, 1.9, p_adjusted=1e-9, quantile=0.5)
+    decided = decide_test(evidence(comparisons={"p50": regression}, fail_thresholds={"p50": 0.1}))
+    assert decided.decision == "rollback"
+    assert len(decided.reasons) == 1 and "regressed" in decided.reasons[0]
+
+
+def test_exceeds_threshold_needs_the_absolute_floor_too() -> None:
+    tiny = comparison("not detected", 1.5, 1.3, 1.7, p_adjusted=1e-6, abs_change_s=5e-8)
+    assert not exceeds_threshold(tiny, 0.1)
+    assert exceeds_threshold(REAL_15, 0.1)
+
+
+def test_a_real_change_above_the_threshold_is_replayed_and_decided_end_to_end() -> None:
+    rng = np.random.default_rng(11)
+    entry = BaselineEntry(quiet(rng, 1e-3), None, {})
+    slower = quiet(rng, 1.15e-3)  # +15%: under the no-history margin (+35% on p50)
+    plain = EvidenceContext(replay=1, family_size=1)
+    strict = EvidenceContext(replay=1, family_size=1, fail_thresholds={"p50": 0.10})
+    assert not should_replay(slower, entry, plain, "t::a")
+    assert should_replay(slower, entry, strict, "t::a")
+    first = evaluate(result("t::a", slower), entry, strict, target=None)
+    assert decide_test(first).decision == "escalate"  # needs its replay
+    replayed = evaluate(
+        result("t::a", slower), entry, strict, target=None, replays=[quiet(rng, 1.15e-3)]
+    )
+    assert decide_test(replayed).decision == "rollback"
+    unchanged = evaluate(result("t::a", quiet(rng, 1e-3)), entry, strict, target=None)
+    assert decide_test(unchanged).decision == "ship"
+
+
+# --------------------------------------------------------------------------- summary-only history
+def stored(nodeid: str, data: np.ndarray, *, median_s: float | None = None) -> StoredResult:
+    payload = result(nodeid, data).to_dict(include_samples=False)
+    if median_s is not None:
+        payload["summary_only"] = {"p50_s": median_s, "mean_s": median_s, "rounds": 10}
+    return StoredResult(nodeid, payload, data)
+
+
+def run(run_id: int, *results: StoredResult, summary: dict[str, object] | None = None) -> StoredRun:
+    record = RunRecord("autosave", float(run_id), float(run_id), {}, {}, "m", summary=summary or {})
+    return StoredRun(run_id, record, {r.nodeid: r for r in results})
+
+
+EMPTY = np.empty(0)
+
+
+def test_a_summary_only_history_run_counts_with_its_median_in_the_p50_floor() -> None:
+    rng = np.random.default_rng(5)
+    latest = quiet(rng, 1e-3)
+    # Medians that jump by x2 between runs: a noisy history raises the p50 margin only.
+    medians = [1e-3, 2e-3, 1e-3, 2e-3, 1e-3, 2e-3]
+    history = tuple(EMPTY for _ in medians)
+    entry = BaselineEntry(latest, None, {}, history, tuple({"p50": m} for m in medians))
+    context = EvidenceContext()
+    without = margins(BaselineEntry(latest, None, {}), context)
+    with_history = margins(entry, context)
+    assert with_history["p50"].margin > without["p50"].margin + 0.2
+    assert with_history["p95"].margin == pytest.approx(without["p95"].margin)
+
+
+def test_a_summary_only_latest_run_is_no_sample_baseline_but_its_medians_are_history() -> None:
+    rng = np.random.default_rng(6)
+    older = run(1, stored("t::a", EMPTY, median_s=1e-3), stored("t::b", quiet(rng, 1e-3)))
+    latest = run(2, stored("t::a", quiet(rng, 1e-3)), stored("t::b", EMPTY, median_s=1e-3))
+    entries = baseline_entries(Baseline("autosave", latest, (older,)))
+    assert set(entries) == {"t::a"}  # t::b's latest result has no samples
+    assert entries["t::a"].history_quantiles_s == ({"p50": 1e-3},)
+    assert summary_only_quantiles(older.results["t::a"].payload) == {"p50": 1e-3}
+    assert summary_only_quantiles(older.results["t::b"].payload) == {}
+
+
+def test_tags_an_imported_baseline_never_recorded_are_unknown_not_changed() -> None:
+    recorded = {"python": "3.11.7", "git_commit": "abc", "cpu": "EPYC"}
+    imported = RunRecord(
+        "autosave", 0.0, 0.0, recorded, {}, "m",
+        summary={"imported_from": {"tool": "pytest-benchmark"}},
+    )  # fmt: skip
+    ours = RunRecord("autosave", 0.0, 0.0, dict(recorded), {}, "m")
+    now = {"python": "3.11.7", "git_commit": "abc", "cpu": "EPYC", "numpy": "2.0", "target": "host"}
+    assert comparable_tags(recorded, now, imported=True) == recorded
+    assert comparable_tags(recorded, now, imported=False) == now
+
+    def context(record: RunRecord) -> EvidenceContext:
+        baseline = Baseline("autosave", StoredRun(1, record, {}), ())
+        return evidence_context(
+            GateSettings(), family_size=1, baseline=BaselineFacts.of(baseline), tags=now,
+            layers=DEFAULT_LAYERS, target=None, machine="m",
+        )  # fmt: skip
+
+    assert BaselineFacts.of(Baseline("autosave", StoredRun(1, imported, {}), ())).imported
+    assert context(imported).layers_changed == ()
+    assert context(ours).layers_changed == ("runtime", "hardware")
