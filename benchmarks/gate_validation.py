@@ -452,7 +452,7 @@ def main() -> None:
                     samples: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
                     if options.peers:
                         base_id = int(document["run"]["baseline_run_id"])
-                        cand_id = int(document["run"]["run_id"])
+                        cand_id = base_id + 1  # saved as "cand" right after its baseline
                         samples = load_samples(store, base_id), load_samples(store, cand_id)
                     for test in document["tests"]:
                         nodeid = str(test["nodeid"])
@@ -483,7 +483,8 @@ def main() -> None:
                             options.records.mkdir(parents=True, exist_ok=True)
                             name = (
                                 f"{'neighbour' if options.neighbour else 'plain'}-{scenario}-"
-                                f"trial{trial + 1}-{nodeid.replace('/', '_').replace('::', '-')}.json"
+                                f"trial{trial + 1}-base{document['run']['baseline_run_id']}-"
+                                f"{nodeid.replace('/', '_').replace('::', '-')}.json"
                             )
                             (options.records / name).write_text(json.dumps(test, indent=1) + "\n")
                         if samples is not None:
