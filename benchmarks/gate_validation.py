@@ -1,22 +1,41 @@
-"""Validate the gate on real runs: known injected changes, separate baseline and candidate runs.
+"""Validate the two-run gate on real runs: a git fixture project, injected changes, confirmation.
 
-For each scenario, T trials; each trial runs the suite once on the baseline code (saved under
-``main`` in a per-scenario store, so earlier trials form the label's history, as on a main branch
-in CI) and once on the candidate code (compared with ``main``), as two separate pytest processes.
-Per test-trial it records the gate's decision, and applies the peers' rules to the same raw
-samples: pytest-benchmark ``--benchmark-compare-fail=mean:5%`` and ``median:5%``, and asv's
-(Mann-Whitney U p < 0.002 and median ratio >= 1.1). Finally it times the candidate run against
-pytest-benchmark's default run of the same tests, alternating.
+A small fixture project (two copies of the five-workload suite below: 10 tests) is committed as
+``base``; each scenario is a second commit that hard-codes the injected change
+(``SCENARIO = "uniform10"`` ...; the A/A commit changes only a comment). Each trial is what a
+CI job on a pull request does at default settings:
 
-Scenarios (applied by the candidate only, through ROOFLINE_SCENARIO):
-  none          A/A: unchanged code
+* a **baseline run** of a worktree of ``base``, saved under ``main`` (so the baseline runs of
+  earlier trials form the label's history, as on a main branch in CI; ``--history-runs`` such
+  runs are made before the first counted trial, so every counted comparison has a label with
+  at least that many runs);
+* a **candidate run** of the scenario commit with ``--roofline-baseline=main``. Paired
+  confirmation is at its default (``auto``): a first-look regression is measured again in
+  paired rounds against a git worktree of the baseline run's commit.
+
+Per test-trial it records the decision, the escalation reasons (tallied as host disturbed /
+not confirmed / too noisy to gate / UNKNOWN / drift within the run / other; a test counts once per class its
+reasons name) and the confirmation state; per candidate run its wall time;
+per block the load average before and after. Rates carry exact Clopper-Pearson 95% intervals.
+``--neighbour`` runs ``neighbour.py`` (bursts of numpy streams, 2-thread GEMMs and Python loops
+with idle gaps) for the whole experiment. ``--peers`` also applies pytest-benchmark's
+``mean:5%`` / ``median:5%`` and asv's rule to the same raw samples and times pytest-benchmark's
+default run (off by default: it costs a run per trial). ``--records DIR`` writes the ``tests[]``
+entry of every notable outcome (an unchanged or improved test rolled back, a 5x slowdown
+shipped) as JSON.
+
+Scenarios (the candidate commit only):
+  none          A/A: unchanged code (a comment added)
   uniform5/10   every call does 5% / 10% more work
-  tail95        8% of calls take 2x (moves p95, barely the median)
-  tail99        2% of calls take 3x (moves p99 only)
+  tail95        8% of calls take 2x (p95 x2, barely the median)
+  tail99        2% of calls take 3x (p99 x3 only)
+  gross5        the GEMM and sort kernels take 5x (a gross kernel change; only those tests count)
+  gross5all     every call of every test takes 5x (a suite-wide change)
   improve       every call does 20% less work
   collapse      the GEMM test takes a non-BLAS path (efficiency collapse); other tests unchanged
 
-Usage: python benchmarks/gate_validation.py [--trials 8] [--scenarios none,uniform10] [--out FILE]
+Usage: python benchmarks/gate_validation.py [--trials 5] [--scenarios none,uniform10]
+       [--neighbour] [--store FILE] [--history-runs 3] [--out FILE] [--records DIR]
 """
 
 from __future__ import annotations
@@ -24,12 +43,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -64,6 +87,8 @@ def injected(name, fn, *args):
         return lambda: (fn(*args), _spin(nominal) if _rng.random() < 0.08 else None)
     if SCENARIO == "tail99":
         return lambda: (fn(*args), _spin(2 * nominal) if _rng.random() < 0.02 else None)
+    if SCENARIO == "gross5all" or (SCENARIO == "gross5" and name in ("gemm", "sort")):
+        return lambda: (fn(*args), _spin(4 * nominal))
     return lambda: fn(*args)
 
 
@@ -115,29 +140,56 @@ BENCH_SUITE = (
     .replace("roofline(", "benchmark(")
 )
 
-SCENARIOS = ("none", "uniform5", "uniform10", "tail95", "tail99", "improve", "collapse")
+
+SCENARIOS = (
+    "none",
+    "uniform5",
+    "uniform10",
+    "tail95",
+    "tail99",
+    "gross5",
+    "gross5all",
+    "improve",
+    "collapse",
+)
+SCENARIO_LINE = 'SCENARIO = os.environ.get("ROOFLINE_SCENARIO", "none")'
+SUITE_FILES = ("test_suite_a.py", "test_suite_b.py")
 YAML = "target: host\n"
+# Plugins of this development environment that the runs do not need: they only slow every start.
+QUIET = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist"]
+GIT = ["git", "-c", "user.name=v", "-c", "user.email=v@example.com", "-c", "commit.gpgsign=false"]
+# Scenarios whose tests must never roll back, and those that must never ship.
+NEVER_ROLLBACK = ("none", "improve")
+NEVER_SHIP = ("gross5", "gross5all")
+# Scenarios that change only some tests: only those are counted.
+CHANGED = {"collapse": ("::test_gemm",), "gross5": ("::test_gemm", "::test_sort")}
+REASON_KINDS = ("host disturbed", "not confirmed", "too noisy", "UNKNOWN", "drift", "other")
 
 
-def pytest_run(directory: Path, *args: str, scenario: str = "none") -> tuple[float, int]:
-    env = {**__import__("os").environ, "ROOFLINE_SCENARIO": scenario}
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=directory,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode not in (0, 1):
-        raise SystemExit(
-            f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
-        )
-    return time.perf_counter() - start, done.returncode
+def wilson(k: int, n: int) -> str:
+    """95% Wilson interval of k/n (kept for ``paired_validation.py``)."""
+    if n == 0:
+        return "n/a"
+    z = 1.96
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{max(0.0, centre - half):.0%}-{min(1.0, centre + half):.0%}"
+
+
+def clopper_pearson(k: int, n: int) -> str:
+    """Exact (Clopper-Pearson) 95% interval of k/n, in percent.
+
+    References: Clopper, C. J. and Pearson, E. S. (1934), Biometrika 26(4), 404-413.
+    """
+    if n == 0:
+        return "n/a"
+    ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return f"{100 * ci.low:.1f}–{100 * ci.high:.1f}%"
 
 
 def peer_flags(base: np.ndarray, cand: np.ndarray) -> dict[str, bool]:
+    """pytest-benchmark's and asv's regression rules applied to the same raw samples."""
     mean_ratio = cand.mean() / base.mean()
     median_ratio = float(np.median(cand) / np.median(base))
     p = scipy_stats.mannwhitneyu(cand, base, alternative="two-sided").pvalue
@@ -148,6 +200,78 @@ def peer_flags(base: np.ndarray, cand: np.ndarray) -> dict[str, bool]:
     }
 
 
+def reason_kind(reason: str) -> str:
+    """Tally class of one escalation reason (the texts of ``gate/policy.py``)."""
+    if (
+        "host was disturbed" in reason
+        or "host runs slower" in reason
+        or "disturbed measurement" in reason
+    ):
+        return "host disturbed"
+    if "neither confirm nor rule it out" in reason or "did not reproduce" in reason:
+        return "not confirmed"
+    if "too noisy to gate" in reason:
+        return "too noisy"
+    if "UNKNOWN" in reason or "but not established" in reason:
+        return "UNKNOWN"
+    if "drifts within the run" in reason:
+        return "drift"
+    return "other"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=repo, check=True, capture_output=True)
+
+
+def run_pytest(directory: Path, *args: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *QUIET, *args],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise SystemExit(
+            f"pytest {' '.join(args)} in {directory} exited {done.returncode}:\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+        )
+    return time.perf_counter() - start
+
+
+def suite_for(scenario: str) -> str:
+    if SCENARIO_LINE not in SUITE:
+        raise SystemExit("SUITE changed: update SCENARIO_LINE")
+    return SUITE.replace(SCENARIO_LINE, f'SCENARIO = "{scenario}"')
+
+
+def make_project(root: Path, scenarios: list[str]) -> tuple[Path, Path]:
+    """The fixture repository (``base`` + a branch ``cand-<scenario>`` each) and a worktree of base."""
+    repo = root / "repo"
+    repo.mkdir()
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / "roofline.yaml").write_text(YAML)
+    (repo / ".gitignore").write_text(".roofline/\n*.json\n__pycache__/\n")
+    for name in SUITE_FILES:
+        (repo / name).write_text(suite_for("none"))
+    git(repo, "init", "-q", "-b", "base")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    for scenario in scenarios:
+        git(repo, "checkout", "-q", "-b", f"cand-{scenario}", "base")
+        for name in SUITE_FILES:
+            text = suite_for(scenario)
+            if scenario == "none":
+                text = "# A/A candidate: the same code as base\n" + text
+            (repo / name).write_text(text)
+        git(repo, "commit", "-qam", f"candidate {scenario}")
+    git(repo, "checkout", "-q", "base")
+    base = root / "base-tree"
+    git(repo, "worktree", "add", "-q", "--detach", str(base), "base")
+    return repo, base
+
+
 def load_samples(store: Path, run_id: int) -> dict[str, np.ndarray]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from pytest_roofline.store import Store
@@ -156,117 +280,260 @@ def load_samples(store: Path, run_id: int) -> dict[str, np.ndarray]:
         return {n: r.samples_s for n, r in s.load_run(run_id).results.items()}
 
 
-def wilson(k: int, n: int) -> str:
-    if n == 0:
-        return "n/a"
-    z = 1.96
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return f"{max(0.0, centre - half):.0%}-{min(1.0, centre + half):.0%}"
+def compact(test: dict[str, Any], condition: str, scenario: str, trial: int) -> dict[str, Any]:
+    """One test-trial's outcome for the raw JSON-lines file."""
+    confirmation = test.get("confirmation") or {}
+    return {
+        "condition": condition,
+        "scenario": scenario,
+        "trial": trial + 1,
+        "nodeid": test["nodeid"],
+        "decision": test["decision"],
+        "reasons": test.get("reasons", []),
+        "outcomes": {q: c.get("outcome") for q, c in (test.get("change") or {}).items()},
+        "ratios": {q: c.get("ratio") for q, c in (test.get("change") or {}).items()},
+        "margins": test.get("margins"),
+        "host": test.get("host"),
+        "confirmation": {k: confirmation.get(k) for k in ("state", "reason", "pairs", "stop")},
+        "stop_reason": test.get("stop_reason"),
+        "common_mode_applied": test.get("common_mode_applied"),
+        "mechanism": test.get("mechanism"),
+    }
+
+
+@dataclass
+class Cell:
+    """Tallies of one scenario under one condition."""
+
+    decisions: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    confirmation: Counter[str] = field(default_factory=Counter)
+    peers: Counter[str] = field(default_factory=Counter)
+    walls_s: list[float] = field(default_factory=list)
+    load: list[str] = field(default_factory=list)
+    runs: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def n(self) -> int:
+        return sum(self.decisions.values())
+
+
+def tables(cells: dict[tuple[str, str], Cell]) -> list[str]:
+    """The decision table (rates with exact 95% intervals) and the escalation / confirmation tallies."""
+    out = [
+        "",
+        "| scenario | condition | test-trials | ship | rollback | escalate | ship 95% CI | "
+        "rollback 95% CI | escalate 95% CI | median wall / candidate run | load avg before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (condition, scenario), cell in cells.items():
+        n, d = cell.n, cell.decisions
+        wall = f"{statistics.median(cell.walls_s):.1f} s" if cell.walls_s else "—"
+        load = f"{cell.load[0]} → {cell.load[-1]}" if cell.load else "—"
+        out.append(
+            f"| {scenario} | {condition} | {n} | {d['ship']} ({d['ship'] / n:.1%}) | "
+            f"{d['rollback']} ({d['rollback'] / n:.1%}) | {d['escalate']} ({d['escalate'] / n:.1%}) | "
+            f"{clopper_pearson(d['ship'], n)} | {clopper_pearson(d['rollback'], n)} | "
+            f"{clopper_pearson(d['escalate'], n)} | {wall} | {load} |"
+        )
+    out += [
+        "",
+        "| scenario | condition | escalations | "
+        + " | ".join(REASON_KINDS)
+        + " | confirmation states | run decisions |",
+        "|---|---|---|" + "---|" * len(REASON_KINDS) + "---|---|",
+    ]
+    for (condition, scenario), cell in cells.items():
+        states = ", ".join(f"{k} {v}" for k, v in sorted(cell.confirmation.items()))
+        runs = ", ".join(f"{k} {v}" for k, v in sorted(cell.runs.items())) or "—"
+        out.append(
+            f"| {scenario} | {condition} | {cell.decisions['escalate']} | "
+            + " | ".join(str(cell.reasons[k]) for k in REASON_KINDS)
+            + f" | {states} | {runs} |"
+        )
+    return out
+
+
+def summarise(raw: Path) -> list[str]:
+    """The tables again from ``--raw`` JSON lines (of one or several invocations; no wall times)."""
+    cells: dict[tuple[str, str], Cell] = {}
+    for line in raw.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        cell = cells.setdefault((str(row["condition"]), str(row["scenario"])), Cell())
+        cell.decisions[str(row["decision"])] += 1
+        cell.confirmation[str((row.get("confirmation") or {}).get("state") or "none")] += 1
+        if row["decision"] == "escalate":
+            for kind in {reason_kind(str(r)) for r in row.get("reasons", [])} or {"other"}:
+                cell.reasons[kind] += 1
+    return tables(cells)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f}/{five:.2f}/{fifteen:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--trials", type=int, default=8)
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--keep", type=Path, help="keep the per-scenario stores here (for offline re-analysis)")
+    parser.add_argument("--trials", type=int, default=5, help="counted trials per scenario")
+    parser.add_argument("--scenarios", default="none,uniform10,tail95,tail99,gross5,improve")
+    parser.add_argument("--neighbour", action="store_true", help="run neighbour.py throughout")
+    parser.add_argument("--seed", type=int, default=1, help="the neighbour's seed")
+    parser.add_argument("--store", type=Path, help="the store (kept; default: a temporary one)")
+    parser.add_argument(
+        "--history-runs", type=int, default=3, help="baseline runs saved before the first trial"
+    )
+    parser.add_argument("--peers", action="store_true", help="pytest-benchmark / asv rules too")
+    parser.add_argument("--out", type=Path, help="write the log and tables here")
+    parser.add_argument("--records", type=Path, help="write notable tests[] entries here")
+    parser.add_argument("--raw", type=Path, help="append one JSON line per counted test-trial")
+    parser.add_argument("--summarise", type=Path, help="only print the tables of a --raw file")
     options = parser.parse_args()
+    if options.summarise:
+        print("\n".join(summarise(options.summarise)))
+        return
+    scenarios = options.scenarios.split(",")
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        parser.error(f"unknown scenarios: {unknown}")
+    condition = "with neighbour" if options.neighbour else "without our neighbour"
     lines: list[str] = []
 
     def emit(text: str) -> None:
         print(text, flush=True)
         lines.append(text)
 
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    def uptime() -> str:
+        return subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    emit(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
+    emit(f"condition: {condition}; uptime before: {uptime()}")
+    cells: dict[str, Cell] = {}
+    notable = 0
+    started = time.perf_counter()
+    neighbour: subprocess.Popen[bytes] | None = None
+    with tempfile.TemporaryDirectory(prefix="gate-validation-") as tmp:
         root = Path(tmp)
-        (root / "pytest.ini").write_text("[pytest]\n")
-        (root / "roofline.yaml").write_text(YAML)
-        (root / "test_suite.py").write_text(SUITE)
-        bench_dir = root / "bench"
-        bench_dir.mkdir()
-        (bench_dir / "pytest.ini").write_text("[pytest]\n")
-        (bench_dir / "test_suite.py").write_text(BENCH_SUITE)
-        ours_wall, bench_wall = [], []
-        for scenario in options.scenarios.split(","):
-            store = (options.keep or root) / f"{scenario}.sqlite"
-            counts = {"ship": 0, "rollback": 0, "escalate": 0}
-            peers: dict[str, int] = {}
-            n = 0
-            for trial in range(options.trials):
-                pytest_run(
-                    root,
-                    "test_suite.py",
-                    "--roofline",
-                    f"--roofline-store={store}",
-                    "--roofline-save=main",
-                    "-p",
-                    "no:benchmark",
-                )
-                wall, _ = pytest_run(
-                    root,
-                    "test_suite.py",
-                    "--roofline",
-                    f"--roofline-store={store}",
-                    "--roofline-baseline=main",
-                    "--roofline-save=cand",
-                    "--roofline-json=cand.json",
-                    "-p",
-                    "no:benchmark",
-                    scenario=scenario,
-                )
-                ours_wall.append(wall)
-                document = json.loads((root / "cand.json").read_text())
-                base_id = document["run"]["baseline_run_id"]
-                cand_id = base_id + 1
-                base_samples, cand_samples = (
-                    load_samples(store, base_id),
-                    load_samples(store, cand_id),
-                )
-                for test in document["tests"]:
-                    name = test["nodeid"].split("::")[1]
-                    if scenario == "collapse" and name != "test_gemm":
-                        continue
-                    n += 1
-                    counts[test["decision"]] += 1
-                    if scenario == "none" and test["decision"] != "ship":
-                        emit(f"    A/A {test['decision']}: {test['nodeid']}: {test['reasons'][0]}")
-                    for rule, flagged in peer_flags(
-                        base_samples[test["nodeid"]], cand_samples[test["nodeid"]]
-                    ).items():
-                        peers[rule] = peers.get(rule, 0) + int(flagged)
-                if trial % 2 == 0:
-                    wall_b, _ = pytest_run(bench_dir, "-p", "no:roofline", scenario=scenario)
-                    bench_wall.append(wall_b)
+        store = options.store or root / "store.sqlite"
+        repo, base = make_project(root, scenarios)
+        bench = root / "bench"
+        bench.mkdir()
+        (bench / "pytest.ini").write_text("[pytest]\n")
+        for name in SUITE_FILES:
+            (bench / name).write_text(BENCH_SUITE)
+        if options.neighbour:
+            neighbour = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("neighbour.py")),
+                 f"--seed={options.seed}", f"--log={root / 'bursts.jsonl'}"],
+            )  # fmt: skip
+        try:
+            common = ["--roofline", f"--roofline-store={store}", "-p", "no:benchmark"]
+            for i in range(options.history_runs):
+                wall = run_pytest(base, *common, "--roofline-save=main")
                 emit(
-                    f"  {scenario} trial {trial + 1}/{options.trials}: {counts} run={document['decision']}"
+                    f"  history run {i + 1}/{options.history_runs} of base saved as main ({wall:.0f} s)"
                 )
-            rows.append((scenario, n, counts, peers))
-        emit("")
-        emit(
-            f"gate validation: {options.trials} trials per scenario (baseline run + candidate run, separate processes)"
-        )
-        header = f"{'scenario':<10}{'test-trials':>12}{'ship':>8}{'rollback':>10}{'escalate':>10}   {'rollback 95% CI':<16}"
-        peer_names = list(rows[0][3]) if rows else []
-        emit(header + "".join(f"{p:>24}" for p in peer_names))
-        for scenario, n, counts, peers in rows:
-            line = f"{scenario:<10}{n:>12}" + "".join(
-                f"{counts[d] / n:>8.0%}" if d == "ship" else f"{counts[d] / n:>10.0%}"
-                for d in ("ship", "rollback", "escalate")
+            for scenario in scenarios:
+                git(repo, "checkout", "-q", f"cand-{scenario}")
+                cell = cells.setdefault(scenario, Cell())
+                cell.load.append(load_average())
+                for trial in range(options.trials):
+                    run_pytest(base, *common, "--roofline-save=main")
+                    out = repo / "cand.json"
+                    extra = ["--roofline-save=cand"] if options.peers else []
+                    wall = run_pytest(
+                        repo, *common, "--roofline-baseline=main", f"--roofline-json={out}", *extra
+                    )
+                    cell.walls_s.append(wall)
+                    document = json.loads(out.read_text())
+                    cell.runs[str(document["decision"])] += 1
+                    samples: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
+                    if options.peers:
+                        base_id = int(document["run"]["baseline_run_id"])
+                        cand_id = base_id + 1  # saved as "cand" right after its baseline
+                        samples = load_samples(store, base_id), load_samples(store, cand_id)
+                    for test in document["tests"]:
+                        nodeid = str(test["nodeid"])
+                        if scenario in CHANGED and not nodeid.endswith(CHANGED[scenario]):
+                            continue
+                        if options.raw:
+                            with options.raw.open("a", encoding="utf-8") as raw:
+                                raw.write(
+                                    json.dumps(compact(test, condition, scenario, trial)) + "\n"
+                                )
+                        decision = str(test["decision"])
+                        cell.decisions[decision] += 1
+                        confirmation = test.get("confirmation") or {}
+                        cell.confirmation[str(confirmation.get("state", "none"))] += 1
+                        if decision == "escalate":
+                            kinds = {reason_kind(str(r)) for r in test.get("reasons", [])}
+                            for kind in kinds or {"other"}:
+                                cell.reasons[kind] += 1
+                        bad = (scenario in NEVER_ROLLBACK and decision == "rollback") or (
+                            scenario in NEVER_SHIP and decision == "ship"
+                        )
+                        if (decision != "ship" and scenario in NEVER_ROLLBACK) or bad:
+                            emit(
+                                f"    {scenario} {decision}: {nodeid}: {(test.get('reasons') or ['-'])[0]}"
+                            )
+                        if bad and options.records:
+                            notable += 1
+                            options.records.mkdir(parents=True, exist_ok=True)
+                            name = (
+                                f"{'neighbour' if options.neighbour else 'plain'}-{scenario}-"
+                                f"trial{trial + 1}-base{document['run']['baseline_run_id']}-"
+                                f"{nodeid.replace('/', '_').replace('::', '-')}.json"
+                            )
+                            (options.records / name).write_text(json.dumps(test, indent=1) + "\n")
+                        if samples is not None:
+                            flags = peer_flags(samples[0][nodeid], samples[1][nodeid])
+                            for rule, flagged in flags.items():
+                                cell.peers[rule] += int(flagged)
+                    emit(
+                        f"  {scenario} trial {trial + 1}/{options.trials}: {dict(cell.decisions)} "
+                        f"confirm={dict(cell.confirmation)} run={document['decision']} ({wall:.0f} s, "
+                        f"load {load_average()})"
+                    )
+                cell.load.append(load_average())
+            bench_walls = (
+                [run_pytest(bench, "-p", "no:roofline") for _ in range(3)] if options.peers else []
             )
-            line += f"   {wilson(counts['rollback'], n):<16}" + "".join(
-                f"{peers.get(p, 0) / n:>24.0%}" for p in peer_names
-            )
-            emit(line)
+        finally:
+            if neighbour is not None:
+                neighbour.terminate()
+                neighbour.wait(timeout=30)
+            git(repo, "checkout", "-q", "base")
+
+    emit("")
+    emit(
+        f"gate validation (two-run, confirmation auto), {condition}: 10 tests per run, "
+        f"{options.trials} trial(s) per scenario, {options.history_runs} history run(s) first; "
+        f"total {time.perf_counter() - started:.0f} s; uptime after: {uptime()}"
+    )
+    for line in tables({(condition, scenario): cell for scenario, cell in cells.items()}):
+        emit(line)
+    if options.peers:
         emit("")
+        emit("| scenario | benchmark mean:5% | benchmark median:5% | asv (U p<0.002, x1.1) |")
+        emit("|---|---|---|---|")
+        for scenario, cell in cells.items():
+            emit(
+                f"| {scenario} | "
+                + " | ".join(f"{cell.peers[r] / cell.n:.0%}" for r in (
+                    "benchmark mean:5%", "benchmark median:5%", "asv (U p<0.002, x1.1)"))
+                + " |"
+            )  # fmt: skip
+        walls = [w for c in cells.values() for w in c.walls_s]
         emit(
-            f"run time of one candidate run (5 tests, default budget): median {statistics.median(ours_wall):.2f} s; "
-            f"pytest-benchmark default run of the same tests: median {statistics.median(bench_wall):.2f} s "
-            f"(ratio {statistics.median(ours_wall) / statistics.median(bench_wall):.2f})"
+            f"candidate run median {statistics.median(walls):.1f} s; pytest-benchmark default run "
+            f"of the same tests median {statistics.median(bench_walls):.1f} s"
         )
+    emit("")
+    emit(f"notable records written: {notable}")
     if options.out:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
         options.out.write_text("\n".join(lines) + "\n")
 
 
