@@ -303,10 +303,13 @@ def decide_test(e: TestEvidence) -> TestDecision:
     notes: list[str] = []
     missing: list[str] = []
 
+    timing_rollbacks = 0
     for name, c in e.comparisons.items():
         margin = e.margins.get(name)
         if c.outcome == "different":
+            before = len(rollback)
             _regression(e, name, c, margin, rollback, escalate, notes, missing)
+            timing_rollbacks += len(rollback) - before
         elif c.verdict == "insufficient":
             if name == "p50":
                 # The typical call must be SAME for a test to ship.
@@ -375,8 +378,18 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 and e.precision_change is None
             )
             text = f"bound class changed {e.bound_change.base} -> {e.bound_change.cand}"
-            if collapsed:
+            if collapsed and timing_rollbacks:
                 rollback.append(f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f})")
+            elif collapsed:
+                # The efficiency is the declared work over the measured time: a collapse is a
+                # slowdown, and rolls back only on the evidence a slowdown needs (a quiet host,
+                # a confirmation or replay, beyond the noise floor). On a shared runner a
+                # descheduled 2-thread GEMM runs 30-370x slower and "collapses" with no change.
+                escalate.append(
+                    f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f}), but the "
+                    "slowdown behind it is not established by the timing evidence"
+                )
+                missing.append("an established slowdown behind the efficiency collapse")
             else:
                 notes.append(text)
         elif e.bound_change.ambiguous and e.bound_change.base != e.bound_change.cand:

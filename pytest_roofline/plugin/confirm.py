@@ -41,6 +41,7 @@ __all__ = [
     "CONFIRM_WINDOWS",
     "ConfirmPlan",
     "confirm_tests",
+    "confirmation_alpha",
     "plan_confirmation",
     "window_for",
     "worker_args",
@@ -190,6 +191,24 @@ def worker_args(invocation_args: Sequence[str], nodeids: Sequence[str]) -> tuple
     return (*kept, *nodeids)
 
 
+CONFIRM_ALPHA = 0.01
+"""The one-sided level a confirmation's DIFFERENT spends at most, before the split over the
+session's asked comparisons. A confirmation is what rolls back, so it is held to the stricter
+level ``docs/sequential.md`` recommends for paired decisions: at 0.05 with no split, unchanged
+tests were "confirmed" at x1.05 [1.002, 1.104] in the validation runs (``docs/gate.md``)."""
+
+
+def confirmation_alpha(alpha: float, asked: Mapping[str, Sequence[str]]) -> float:
+    """DIFFERENT's level for each confirmed comparison: ``min(alpha, CONFIRM_ALPHA)`` split
+    (Bonferroni) over every quantile of every test awaiting confirmation in the session.
+
+    >>> confirmation_alpha(0.05, {"a": ["p50"], "b": ["p50", "p95"]})
+    0.0033333333333333335
+    """
+    comparisons = sum(len(names) for names in asked.values())
+    return min(alpha, CONFIRM_ALPHA) / max(1, comparisons)
+
+
 def confirmation_margin(gate: GateSettings, name: str) -> GateMargin:
     """A paired comparison's margin: the user's ``min_effect`` (capped); alternation cancels
     the run-to-run noise that a two-run history floor stands for."""
@@ -309,7 +328,7 @@ def _measure(
         windows.min_pairs,
         windows.max_pairs,
         windows.look_every,
-        alpha=gate.alpha,
+        alpha=confirmation_alpha(gate.alpha, asked),
         alpha_same=gate.alpha,
     )
     found: dict[str, Confirmation] = {}

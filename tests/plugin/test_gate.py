@@ -299,3 +299,27 @@ def test_a_large_common_mode_shift_escalates_the_run(pytester: pytest.Pytester) 
     assert any("the whole run moved together" in r for r in document["reasons"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the run-level gate, with no test failed
     result.assert_outcomes(passed=6)
+
+
+def test_a_five_times_slower_suite_ships_no_test_once_its_shift_is_past_the_run_bound(
+    pytester: pytest.Pytester,
+) -> None:
+    # Six tests, all five times slower: the run's shift so far (x5) is past the run-level bound
+    # (+/-35%), so it is not divided out of the later tests, and none of them ships "ruled out".
+    pytester.makefile(
+        ".yaml",
+        roofline="target: ci\ntargets:\n  ci: {peak_flops_per_s: {fp32: 1.0e11}, peak_bytes_per_s: {dram: 1.0e10}}\n",
+    )
+    pytester.makeini("[pytest]\nroofline_budget = 0.3\nroofline_warmup = 1ms\n")
+    pytester.makeconftest(FAKE_CLOCK)
+    names = [f"test_{i}" for i in range(6)]
+    pytester.makepyfile(
+        test_k="".join(f"def {n}(roofline, work):\n    roofline(work)\n\n" for n in names)
+    )
+    set_costs(pytester, **{n: {"ms": 1.0} for n in names})
+    run(pytester, "--roofline-save=main")
+    set_costs(pytester, **{n: {"ms": 5.0} for n in names})
+    _, document = run(pytester, "--roofline-baseline=main", "--roofline-confirm=never")
+    assert [t["decision"] for t in document["tests"]] == ["rollback"] * 6
+    assert all(t["common_mode_applied"] in (None, 1.0) for t in document["tests"])
+    assert document["decision"] == "rollback"
