@@ -7,6 +7,7 @@ about exit statuses, terminals or files, and reads what it printed as bytes.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -119,6 +120,36 @@ def run_cli(
 ) -> Ran:
     """``python -m pytest_roofline.cli ARGS`` in ``cwd``."""
     return _run([sys.executable, "-m", "pytest_roofline.cli", *args], cwd, env, timeout)
+
+
+_CLI_MANY = r"""
+import contextlib, io, json, sys
+from pytest_roofline.cli import main
+done = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv)
+    done.append([status, out.getvalue(), err.getvalue()])
+sys.stdout.write(json.dumps(done))
+"""
+
+
+def run_cli_many(cwd: Path, *argvs: Sequence[str], timeout: float = 300) -> list[Ran]:
+    """Several ``pytest-roofline`` commands in one subprocess, one after the other.
+
+    Each command is ``pytest_roofline.cli.main(argv)`` with its own status and captured output:
+    the same code path as ``python -m pytest_roofline.cli`` bar the interpreter start, which is
+    most of a command's time. For tests that check many commands against one store.
+    """
+    ran = _run(
+        [sys.executable, "-c", _CLI_MANY, json.dumps([list(a) for a in argvs])], cwd, None, timeout
+    )
+    assert ran.status == 0, ran.explain()
+    return [
+        Ran(status, out.encode("utf-8", "surrogateescape"), err.encode("utf-8", "surrogateescape"))
+        for status, out, err in json.loads(ran.out)
+    ]
 
 
 def no_traceback(ran: Ran) -> None:

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI_USAGE, INI, OK, ROOFLINE_YAML, USAGE, no_traceback, run_cli, run_pytest
+from .conftest import (
+    CLI_USAGE,
+    INI,
+    OK,
+    ROOFLINE_YAML,
+    USAGE,
+    no_traceback,
+    run_cli_many,
+    run_pytest,
+)
 
 NODEID = "test_s.py::test_a"
 
@@ -94,16 +103,19 @@ def test_a_corrupt_row_makes_only_its_run_unusable_and_says_which(
     )  # fmt: skip
     assert fine.status == OK, fine.explain()
 
-    for argv in (["compare", "main", "other"], ["report", "main"], ["export", "main"]):
-        refused = run_cli(tmp_path, *argv, "--store", "s.sqlite")
+    refusing = (["compare", "main", "other"], ["report", "main"], ["export", "main"])
+    working = (["compare", "other", "other"], ["runs"], ["runs", "--json"])
+    # One interpreter for the commands (each its own main(argv)): the start is most of their time.
+    *results, listed = run_cli_many(
+        tmp_path, *([*argv, "--store", "s.sqlite"] for argv in (*refusing, *working, ["runs"]))
+    )
+    for refused in results[: len(refusing)]:
         assert refused.status == CLI_USAGE, refused.explain()
         assert "run 1" in refused.err and names in refused.err, refused.explain()
         no_traceback(refused)
-    for argv in (["compare", "other", "other"], ["runs"], ["runs", "--json"]):
-        ran = run_cli(tmp_path, *argv, "--store", "s.sqlite")
+    for ran in results[len(refusing) :]:
         assert ran.status == OK, ran.explain()
         no_traceback(ran)
-    listed = run_cli(tmp_path, "runs", "--store", "s.sqlite")
     assert "other" in listed.out, listed.explain()
     if names in RUN_LEVEL:  # a run whose own row is corrupt is listed as such
         assert "unreadable" in listed.out, listed.explain()

@@ -190,7 +190,9 @@ def test_a_summary_only_history_run_counts_with_its_median_in_the_p50_floor() ->
     # Medians that jump by x2 between runs: a noisy history raises the p50 margin only.
     medians = [1e-3, 2e-3, 1e-3, 2e-3, 1e-3, 2e-3]
     history = tuple(EMPTY for _ in medians)
-    entry = BaselineEntry(latest, None, {}, history, tuple({"p50": m} for m in medians))
+    entry = BaselineEntry(
+        latest, None, {}, history, history_quantiles_s=tuple({"p50": m} for m in medians)
+    )
     context = EvidenceContext()
     without = margins(BaselineEntry(latest, None, {}), context)
     with_history = margins(entry, context)
