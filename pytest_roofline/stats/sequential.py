@@ -128,6 +128,8 @@ _TINY = 1e-15
 # as a repeat of it (its statistic barely moved); without this a near-zero increment would ask
 # for a grid as fine as its standard deviation.
 _STALL = 1e-3
+# exp() overflows a float64 beyond about 709.78.
+_MAX_EXP = 709.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -685,7 +687,12 @@ def detectable_change(
     """
     qd, _ = boundary.critical(df)
     qp = float(sps.norm.ppf(power) if math.isinf(df) else sps.t.ppf(power, df))
-    return math.expm1(qd * se_log + qp * se_log) if math.isfinite(qd) else math.inf
+    if not math.isfinite(qd):
+        return math.inf
+    # A t quantile at an early look's tiny level, with few degrees of freedom, can be in the
+    # thousands: the change it could detect is beyond any float, i.e. none.
+    exponent = (qd + qp) * se_log
+    return math.expm1(exponent) if exponent < _MAX_EXP else math.inf
 
 
 # ---------------------------------------------------------------------------------------------

@@ -454,3 +454,11 @@ def test_the_detectable_change_at_one_look_is_the_fixed_sample_one() -> None:
     assert math.isinf(
         detectable_change(0.03, SequentialPlan(2, information=(1e-3, 1.0)).boundary(1))
     )
+
+
+def test_the_detectable_change_of_a_hopeless_look_is_infinite_not_an_overflow() -> None:
+    # Found by the validation runs: an early paired look (df 3, a level of 1e-13) with a wide
+    # spread overflowed math.expm1 and stopped pytest with an internal error.
+    plan = SequentialPlan.for_sizes((4, 6, 8, 10, 12, 14, 16), alpha=0.0005, alpha_same=0.05)
+    boundary = plan.boundary(1)
+    assert detectable_change(3.0, boundary, df=3.0) == math.inf
