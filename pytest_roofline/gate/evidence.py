@@ -100,6 +100,8 @@ class EvidenceContext:
     # Explicit thresholds per quantile (``--roofline-fail=p50:10%``, pytest-benchmark's
     # ``--benchmark-compare-fail``): an extra policy rule on top of the margins (gate.thresholds).
     fail_thresholds: Mapping[str, float] = field(default_factory=dict)
+    # The baseline and this run are the same clean git commit: the code did not change.
+    same_code: bool = False
 
     @property
     def comparisons(self) -> int:
@@ -260,6 +262,8 @@ class TestEvidence:
     history_drift: HistoryDrift | None = None
     # Explicit thresholds in force (``EvidenceContext.fail_thresholds``), for the policy's rule.
     fail_thresholds: Mapping[str, float] = field(default_factory=dict)
+    # The baseline and this run are the same clean git commit (``EvidenceContext.same_code``).
+    same_code: bool = False
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -644,4 +648,5 @@ def evaluate(
         if entry is not None and entry.history_samples and entry.samples_s.size
         else None,
         fail_thresholds=context.fail_thresholds if entry is not None else {},
+        same_code=context.same_code and entry is not None,
     )

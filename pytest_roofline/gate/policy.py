@@ -274,6 +274,23 @@ def _regression(
         missing.append("replay")
         return
     floor = margin.history_floor if margin is not None else 0.0
+    # The same clean commit on both sides: nothing in the tracked code changed, so a
+    # between-process or between-time shift of the host is as likely as any cause (a whole
+    # process runs up to 1.8x slower than the next here, and replays in the same process
+    # reproduce it). Only a change beyond the cap is rolled back; paired rounds are moot.
+    if (
+        e.design == "two-run"
+        and e.same_code
+        and margin is not None
+        and not c.ci.low >= 1.0 + max(floor, margin.max_margin)
+    ):
+        escalate.append(
+            f"{text}, but the baseline and this run are the same commit with no uncommitted "
+            f"changes: below x{1 + margin.max_margin:.0f} (lower bound x{c.ci.low:.3f}) a "
+            "shift between the two processes is as likely as any change"
+        )
+        missing.append("a change of the code to attribute the slowdown to")
+        return
     if e.design == "two-run" and not c.ci.low >= 1.0 + floor:
         escalate.append(
             f"{text}: not established beyond the label's run-to-run noise floor +{floor:.0%} "

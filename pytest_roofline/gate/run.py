@@ -146,6 +146,19 @@ def evidence_context(
             baseline.target, baseline.machine, target.name if target else None, machine
         ),
         baseline_label=baseline.label,
+        same_code=same_code(baseline.tags, tags),
+    )
+
+
+def same_code(baseline_tags: Mapping[str, str], tags: Mapping[str, str]) -> bool:
+    """Both runs were measured on the same git commit with no uncommitted changes."""
+    commit = tags.get("git_commit", "")
+    return (
+        bool(commit)
+        and not commit.startswith("(")
+        and baseline_tags.get("git_commit") == commit
+        and baseline_tags.get("git_dirty") == "no"
+        and tags.get("git_dirty") == "no"
     )
 
 

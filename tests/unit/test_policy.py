@@ -90,6 +90,10 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("inconclusive", "6 of 40 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "escalate", "neither confirm nor rule it out"),
         ({"comparisons": {"p95": comparison("regression", 1.5, 1.2, 1.9)}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository", command="pytest-roofline ab --baseline=abc")}, "escalate", "not established beyond the label's run-to-run noise floor +37%"),
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository")}, "rollback", "no paired confirmation: not a git repository"),
+        # The same clean commit on both sides (README command 1 run twice): a reproduced x1.8 is
+        # not rolled back, a change past the x2 cap is.
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "same_code": True}, "escalate", "the same commit with no uncommitted changes: below x2"),
+        ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "replay": REPRODUCED, "same_code": True}, "rollback", "p95 regressed x4.000"),
         ({"comparisons": {"p95": comparison("ok", 0.7, 0.65, 0.75, improvement=True)}}, "ship", "p95 improved x0.700"),
         ({"comparisons": {"p99": comparison("insufficient", math.nan, math.nan, math.nan, reason="n=120 < 299")}}, "ship", "not assessed (n=120 < 299): counted as escape risk"),
         ({"sla": (SlaOutcome("p99", "breach", 4e-3, 5e-3, "p99 5 ms against SLA 4 ms: breach"),)}, "rollback", "SLA breach: p99 5 ms"),
