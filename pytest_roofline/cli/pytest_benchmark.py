@@ -238,7 +238,7 @@ def _tags(document: Mapping[str, Any]) -> dict[str, str]:
     machine = mapping(document.get("machine_info"))
     commit = mapping(document.get("commit_info"))
     cpu = mapping(machine.get("cpu"))
-    # Outside a repository pytest-benchmark writes placeholders, which are no revision.
+    # Outside a repository pytest-benchmark records stand-in commit ids, which name no revision.
     versioned = commit.get("id") not in (None, "", "unversioned", "unknown")
     dirty = commit.get("dirty") if versioned else None
     branch = commit.get("branch") if versioned else None
