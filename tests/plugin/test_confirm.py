@@ -125,8 +125,12 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     confirmation = test["confirmation"]
     assert confirmation["state"] == "confirmed"
     assert confirmation["pairs"] >= 4
-    paired = confirmation["change"]["p50"]
-    assert 2.5 < paired["ratio"] < 3.5 and paired["outcome"] == "different"
+    # The rounds stop at the first look where any asked quantile is DIFFERENT, so which one
+    # crossed its boundary first (p50 or a tail, all x3 here) is up to the seeded noise.
+    paired = confirmation["change"]
+    assert "p50" in paired
+    assert any(c["outcome"] == "different" for c in paired.values()), paired
+    assert all(2.5 < c["ratio"] < 3.5 for c in paired.values()), paired
     assert "confirmed by paired rounds" in " ".join(test["reasons"])
 
 
