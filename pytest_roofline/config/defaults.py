@@ -45,6 +45,9 @@ class _Defaults:
     replay: int = 1
     history: int = 10
     confirm: Confirm = "auto"
+    # Settling UNKNOWN first looks by paired rounds takes at least this long if it is needed:
+    # a worktree, two workers and a few window pairs per test.
+    min_confirm_time_s: float = 30.0
     gate_on: GateOn = "rollback"
 
 

@@ -60,6 +60,7 @@ GATE_KEYS = (
     "replay",
     "history",
     "confirm",
+    "confirm_time",
 )
 AB_KEYS = ("rounds", "budget", "setup", "import_root")
 
@@ -84,6 +85,18 @@ class GateSettings:
     replay: int = DEFAULTS.replay
     history: int = DEFAULTS.history
     confirm: Confirm = DEFAULTS.confirm
+    # How long paired rounds may spend settling UNKNOWN first looks (regressions are always
+    # confirmed); None: as long as the session has run so far, at least
+    # DEFAULTS.min_confirm_time_s.
+    confirm_time_s: float | None = None
+
+    def settle_time_s(self, session_s: float) -> float:
+        """The time paired rounds may spend settling UNKNOWN first looks in a session that has
+        run ``session_s`` seconds: ``gate.confirm_time``, or by default as long again (so the
+        rounds at most double a run), at least ``DEFAULTS.min_confirm_time_s``."""
+        if self.confirm_time_s is not None:
+            return self.confirm_time_s
+        return max(DEFAULTS.min_confirm_time_s, session_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +260,17 @@ def _parse_gate(value: object, *, where: str) -> GateSettings:
         raise ConfigError(
             f"{where}.confirm: expected one of {list(CONFIRM_CHOICES)}, got {confirm!r}"
         )
+    confirm_time = value.get("confirm_time")
+    # 0 turns settling off (regressions are still confirmed); parse_duration wants > 0.
+    confirm_time_s = (
+        None
+        if confirm_time is None
+        else 0.0
+        if not isinstance(confirm_time, bool) and confirm_time in (0, "0", "0s")
+        else parse_duration(confirm_time, where=f"{where}.confirm_time")
+    )
     return GateSettings(
+        confirm_time_s=confirm_time_s,
         alpha=float(alpha),
         min_effect=min_effect,
         max_margin=max_margin,

@@ -17,12 +17,20 @@ out; the git and worker parts live in the plugin.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from pytest_roofline import stats
 from pytest_roofline.gate.evidence import Confirmation, ConfirmationState
 from pytest_roofline.gate.layers import layer_of, tag_diff
 
-__all__ = ["REPRODUCIBLE_TAGS", "confirmation_blocker", "confirmation_from", "needs_confirmation"]
+__all__ = [
+    "REPRODUCIBLE_TAGS",
+    "Judged",
+    "confirmation_blocker",
+    "confirmation_from",
+    "is_regression_check",
+    "needs_confirmation",
+]
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
 """Tags a worktree of the baseline's commit reproduces (the candidate side is the current tree)."""
@@ -59,9 +67,39 @@ def confirmation_blocker(
     return None
 
 
-def needs_confirmation(comparisons: Mapping[str, stats.QuantileComparison]) -> tuple[str, ...]:
-    """The quantiles a first look found DIFFERENT: what paired rounds are asked to settle."""
-    return tuple(name for name, c in comparisons.items() if c.outcome == "different")
+class Judged(Protocol):
+    """A first look's comparison of one quantile, as measured or as recorded in the document."""
+
+    @property
+    def outcome(self) -> str | None: ...
+
+    @property
+    def verdict(self) -> str | None: ...
+
+
+def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
+    """The quantiles paired rounds are asked to settle: those a first look found DIFFERENT
+    (a regression to confirm) or UNKNOWN with an interval (too noisy between runs, or not
+    established either way).
+
+    UNKNOWN is a reason to measure more (Pinpoint's loop; DESIGN.md section 6): a test whose
+    label is too noisy between runs to gate on two-run evidence, or whose sampling cap ran out,
+    is measured again with both sides alternating, where the between-run noise cancels. A
+    quantile without an interval (too few samples) is not asked: its windows would be short of
+    samples too.
+    """
+    return tuple(
+        name
+        for name, c in comparisons.items()
+        if c.outcome == "different" or (c.outcome == "unknown" and c.verdict != "insufficient")
+    )
+
+
+def is_regression_check(comparisons: Mapping[str, Judged]) -> bool:
+    """Whether a test's pending confirmation checks a first-look regression (any quantile
+    DIFFERENT) rather than only settling UNKNOWN ones: regressions are always confirmed,
+    settling is bounded by ``gate.confirm_time``."""
+    return any(c.outcome == "different" for c in comparisons.values())
 
 
 def confirmation_from(
@@ -74,7 +112,7 @@ def confirmation_from(
     stop: str | None = None,
     note: str | None = None,
 ) -> Confirmation:
-    """What paired rounds established about the quantiles a first look found DIFFERENT.
+    """What paired rounds established about the quantiles a first look asked them to settle.
 
     ``confirmed`` when any of them is DIFFERENT in the paired comparison too; ``overturned``
     when every one of them is SAME there (the change of the first look is ruled out);

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
+from pytest_roofline.stats.threeway import DEFAULT_MAX_MARGIN
 from pytest_roofline.units import format_seconds
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
@@ -235,22 +236,7 @@ def _regression(
     )
     # Paired rounds against the baseline's commit are evidence of their own, measured after
     # the first look with both sides under the same host conditions: they decide when made.
-    if confirmation is not None and confirmation.state != "unavailable":
-        paired = confirmation.comparisons.get(name)
-        seen = f"paired x{paired.ratio:.3f} {_interval(paired)}" if paired is not None else "n/a"
-        if confirmation.state == "confirmed":
-            rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
-        elif confirmation.state == "overturned":
-            notes.append(
-                f"{name}: a first look of x{c.ratio:.3f} was not confirmed: paired rounds against "
-                f"the baseline's commit rule out +{c.delta:.0%} ({seen})"
-            )
-        else:
-            escalate.append(
-                f"{text}, but paired rounds against the baseline neither confirm nor rule it out "
-                f"({seen}: {confirmation.reason})"
-            )
-            missing.append("a decisive paired comparison")
+    if _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
         return
     if host is not None and host.state == "disturbed":
         escalate.append(
@@ -308,6 +294,67 @@ def _regression(
     )
 
 
+def _settled_by_paired_rounds(
+    e: TestEvidence,
+    name: str,
+    c: QuantileComparison,
+    text: str,
+    rollback: list[str],
+    escalate: list[str],
+    notes: list[str],
+    missing: list[str],
+) -> bool:
+    """Decide a first look's DIFFERENT or UNKNOWN quantile by its paired rounds, if made.
+
+    The paired comparison of that quantile decides: DIFFERENT rolls back (confirmed), SAME
+    rules the first look's change out (a note), anything else escalates, unless another
+    quantile's regression stopped the rounds first (the test's regression is established; this
+    quantile is noted as not decided). On the same clean commit both worktrees hold the same
+    code, so a paired DIFFERENT below ``gate.max_margin`` is a difference between the two
+    worker processes, not a change: it escalates.
+
+    :param c: the first look's comparison (DIFFERENT or UNKNOWN).
+    :param text: the first look, as a reason line.
+    :returns: whether paired rounds were made (and the reason lines were added).
+    """
+    confirmation = e.confirmation
+    if confirmation is None or confirmation.state == "unavailable":
+        return False
+    paired = confirmation.comparisons.get(name)
+    seen = f"paired x{paired.ratio:.3f} {_interval(paired)}" if paired is not None else "n/a"
+    outcome = paired.outcome if paired is not None else None
+    margin = e.margins.get(name)
+    cap = margin.max_margin if margin is not None else DEFAULT_MAX_MARGIN
+    if paired is not None and outcome == "different":
+        if e.same_code and not paired.ci.low >= 1.0 + cap:
+            escalate.append(
+                f"{text}; paired rounds find {seen}, but both sides are the same commit with no "
+                f"uncommitted changes: below x{1 + cap:.0f} that is a difference between the two "
+                "worker processes, not a change"
+            )
+            missing.append("a change of the code to attribute the slowdown to")
+        else:
+            rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
+    elif paired is not None and outcome == "same":
+        settled = "was not confirmed" if c.outcome == "different" else "(UNKNOWN) is settled"
+        notes.append(
+            f"{name}: a first look of x{c.ratio:.3f} {settled}: paired rounds against the "
+            f"baseline's commit rule out +{paired.delta:.0%} ({seen})"
+        )
+    elif confirmation.state == "confirmed":
+        notes.append(
+            f"{name}: not decided by the paired rounds ({seen}), which stopped once another "
+            "quantile's regression was established"
+        )
+    else:
+        escalate.append(
+            f"{text}, but paired rounds against the baseline neither confirm nor rule it out "
+            f"({seen}: {confirmation.reason})"
+        )
+        missing.append("a decisive paired comparison")
+    return True
+
+
 def _interval(c: QuantileComparison) -> str:
     low, high = c.ci.low, c.ci.high
     return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "[n/a]"
@@ -335,7 +382,17 @@ def decide_test(e: TestEvidence) -> TestDecision:
             else:
                 notes.append(f"{name}: not assessed ({c.reason}): counted as escape risk")
         elif c.outcome == "unknown":
-            escalate.append(_unknown(name, c, margin))
+            text = _unknown(name, c, margin)
+            if not _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
+                confirmation = e.confirmation
+                escalate.append(
+                    text
+                    + (
+                        f" (not settled by paired rounds: {confirmation.reason})"
+                        if confirmation is not None and confirmation.reason
+                        else ""
+                    )
+                )
         elif c.improvement:
             notes.append(f"{name} improved {_ci(c)}")
         else:

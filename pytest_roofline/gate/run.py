@@ -497,6 +497,7 @@ def analyse_run(
             max_margin=gate.max_margin,
             unknown_extension=gate.unknown_extension,
             confirm=gate.confirm,
+            confirm_time_s=gate.confirm_time_s,
         ),
         missing_from_baseline=tuple(n for n in sorted(results) if baseline and n not in base_ids),
         missing_from_candidate=tuple(n for n in sorted(base_ids) if n not in results),

@@ -26,7 +26,8 @@ Readers ignore keys they do not know.
   ``run.canary`` (the canary's level, window states and cost over the run), both only when
   the canary ran; ``tests[].confirmation`` records the paired confirmation of a two-run first
   look, where one was tried. ``run.gate`` adds ``max_margin``, ``unknown_extension`` and
-  ``confirm`` as used.
+  ``confirm`` as used, and ``confirm_time_s`` (``gate.confirm_time``: how long paired rounds
+  may settle UNKNOWN first looks; ``null``: the default, as long as the session so far).
 
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
@@ -513,6 +514,7 @@ class GateRecord(Record):
     max_margin: float | None = None
     unknown_extension: float | None = None
     confirm: str | None = None
+    confirm_time_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,11 +226,19 @@ def confirm_tests(
     gate: GateSettings,
     store_path: Path | None = None,
     windows: WindowSettings = CONFIRM_WINDOWS,
+    required: Collection[str] | None = None,
+    settle_s: float = math.inf,
+    clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Confirmation]:
-    """Paired rounds against a worktree of ``commit`` for each test's first-look regression.
+    """Paired rounds against a worktree of ``commit`` for each test's first-look regression,
+    and for its UNKNOWN first looks.
 
-    :param asked: node id -> the quantiles its first look found DIFFERENT.
+    :param asked: node id -> the quantiles its first look found DIFFERENT or UNKNOWN, in the
+        order the tests are measured (regressions first).
+    :param required: the node ids always measured (first-look regressions; default: all).
+        Any other is measured only while less than ``settle_s`` seconds (by ``clock``) have
+        passed since the rounds began, and is otherwise ``unavailable``, saying so.
     :param call_s: node id -> its per-call time (the first look's p50), to size its windows.
     :param rootdir: pytest's rootdir; node ids are relative to it in both trees.
     :param store_path: the user's store, whose cached host calibration seeds the workers'.
@@ -267,6 +276,9 @@ def confirm_tests(
                 gate=gate,
                 store_path=store_path,
                 windows=windows,
+                required=set(asked) if required is None else set(required),
+                settle_s=settle_s,
+                clock=clock,
                 log=log,
             )
         finally:
@@ -295,9 +307,13 @@ def _measure(
     gate: GateSettings,
     store_path: Path | None,
     windows: WindowSettings,
+    required: Collection[str],
+    settle_s: float,
+    clock: Callable[[], float],
     log: Callable[[str], None],
 ) -> dict[str, Confirmation]:
     nodeids = list(asked)
+    began = clock()
     specs = []
     sides: tuple[tuple[Side, Path], ...] = (
         ("baseline", baseline_dir),
@@ -335,6 +351,14 @@ def _measure(
     try:
         with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
             for nodeid in nodeids:
+                if nodeid not in required and clock() - began >= settle_s:
+                    found[nodeid] = Confirmation(
+                        state="unavailable",
+                        reason=f"the paired rounds had spent the session's {settle_s:.0f} s "
+                        "for settling UNKNOWN first looks (gate.confirm_time)",
+                        command=ab_command(nodeid, commit),
+                    )
+                    continue
                 margins = {name: confirmation_margin(gate, name) for name in asked[nodeid]}
                 window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
                 test = workers.measure_test(

@@ -28,6 +28,7 @@ from pytest_roofline.config.markers import MarkerSettings, bind_marker
 from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
+from pytest_roofline.gate.confirm import is_regression_check, needs_confirmation
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
 from pytest_roofline.gate.record import canary_level, canary_record
@@ -62,7 +63,6 @@ from pytest_roofline.model.stored import check_stored_run
 from pytest_roofline.plugin.confirm import ConfirmPlan, confirm_tests, plan_confirmation
 from pytest_roofline.plugin.probe import RooflineProbe
 from pytest_roofline.report.format import terminal_safe
-from pytest_roofline.report.html import render_html
 from pytest_roofline.report.json import render_json
 from pytest_roofline.report.markdown import render_markdown
 from pytest_roofline.report.terminal import memo_text, render_terminal
@@ -112,9 +112,16 @@ class SamplingWindow:
 WINDOW_KEY = pytest.StashKey[SamplingWindow]()
 
 
-def _different_quantiles(record: TestRecord) -> tuple[str, ...]:
-    """The gated quantiles the first look found DIFFERENT (the regressions to confirm)."""
-    return tuple(name for name, c in (record.change or {}).items() if c.outcome == "different")
+def _asked_quantiles(record: TestRecord) -> tuple[str, ...]:
+    """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks)."""
+    return needs_confirmation(record.change or {})
+
+
+def _render_html(document: RunDocument) -> str:
+    # Jinja2 and the report's templates cost about 0.1 s to import: only for --roofline-report.
+    from pytest_roofline.report.html import render_html
+
+    return render_html(document)
 
 
 def _text(path: Path | None) -> str | None:
@@ -533,9 +540,12 @@ class RooflineSession:
         )
         self._record_shift(result, entry)
         data: dict[str, Any] = {"result": result.to_dict(), "record": record.to_json()}
-        if self.confirm_plan.available and _different_quantiles(record):
+        regression = is_regression_check(record.change or {})
+        settles = regression or self.settings.gate.confirm_time_s != 0
+        if self.confirm_plan.available and _asked_quantiles(record) and settles:
             # Decided again at the end of the loop, with paired rounds as evidence: not failed
-            # now, since the first look alone does not establish the regression.
+            # now, since the first look alone establishes neither the regression nor, for an
+            # UNKNOWN quantile, its absence.
             data["pending"] = {
                 "replays": [encode_samples(r) for r in probe.replays],
                 "common_mode": common_mode,
@@ -543,7 +553,7 @@ class RooflineSession:
             report.sections.append(
                 (
                     "roofline",
-                    f"{record.symptom or 'first-look regression'}: awaiting paired confirmation "
+                    f"{record.symptom or 'first look UNKNOWN'}: awaiting paired rounds "
                     f"against {self.confirm_plan.commit} at the end of the session",
                 )
             )
@@ -594,15 +604,27 @@ class RooflineSession:
         """Confirm the first looks that found a regression; return how many now fail the run."""
         plan = self.confirm_plan
         assert plan.commit is not None
-        nodeids = list(self._pending)
+        # First-look regressions first: they are always confirmed; UNKNOWN first looks are
+        # settled while the session's settling time lasts.
+        required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
+        nodeids = required + [n for n in self._pending if n not in required]
+        settle_s = self.settings.gate.settle_time_s(time.time() - self.started)
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
+        settling = len(nodeids) - len(required)
         log(
-            f"confirming {len(nodeids)} first-look regression(s) with paired rounds against "
+            f"confirming {len(required)} first-look regression(s) with paired rounds against "
             f"a worktree of {plan.commit[:12]}"
+            + (
+                f", and settling {settling} UNKNOWN first look(s) for up to {settle_s:.0f} s"
+                if settling
+                else ""
+            )
         )
         found = confirm_tests(
-            {n: _different_quantiles(self.records[n]) for n in nodeids},
+            {n: _asked_quantiles(self.records[n]) for n in nodeids},
+            required=required,
+            settle_s=settle_s,
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,
@@ -685,7 +707,7 @@ class RooflineSession:
             self._save(document)
         writers: list[tuple[str, Path | None, Callable[[], str]]] = [
             ("JSON", settings.json_path, lambda: render_json(document)),
-            ("HTML report", settings.report_path, lambda: render_html(document)),
+            ("HTML report", settings.report_path, lambda: _render_html(document)),
             (
                 "Markdown summary",
                 settings.markdown_path,

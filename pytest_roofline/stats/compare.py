@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.stats.distributions import norm_ppf, norm_sf
 from pytest_roofline.stats.quantiles import (
     DEFAULT_ALPHA,
     beta_bins,
@@ -140,8 +140,8 @@ def _compare_core(
         lo = np.where(usable, np.minimum(lo, log_ratio), lo)
         hi = np.where(usable, np.maximum(hi, log_ratio), hi)
         degenerate = ~finite | ~(sd > 0) | ~(bside.hd > 0) | ~(cside.hd > 0)
-        p = stats.norm.sf(log_ratio / np.where(degenerate, 1.0, sd))
-        z = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(POWER)
+        p = norm_sf(log_ratio / np.where(degenerate, 1.0, sd))
+        z = norm_ppf(1.0 - alpha) + norm_ppf(POWER)
         mde = np.expm1(z * sd)
     floor = n_floor(q, alpha)
     few = (bside.n < floor) | (cside.n < floor)
@@ -398,5 +398,5 @@ def minimum_detectable_effect(
     if not (math.isfinite(var) and var > 0):
         warn(f"minimum_detectable_effect: no spread in the {qname(q)}; returning NaN.")
         return math.nan
-    z = float(stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power))
+    z = float(norm_ppf(1.0 - alpha) + norm_ppf(power))
     return math.expm1(z * math.sqrt(var * (1.0 + n / int(n_other))))

@@ -8,9 +8,9 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.stats.distributions import norm_ppf
 from pytest_roofline.stats.quantiles import hd_quantiles
 from pytest_roofline.stats.validate import nonneg_iv, quantile_iv, samples_iv, unit_iv
 
@@ -132,7 +132,7 @@ def noise_floor(
     values = values[~np.isnan(values)]
     if not (np.all(np.isfinite(values)) and np.all(values > 0)):
         raise ValueError("`history` must contain positive finite durations in seconds.")
-    z = float(stats.norm.ppf(confidence))
+    z = float(norm_ppf(confidence))
     spread = math.sqrt(1.0 + 1.0 / int(baseline_runs))
     s0 = math.log1p(default) / (z * spread)
     h = values.size

@@ -28,11 +28,11 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as scipy_stats
 
 from pytest_roofline.errors import ConfigError, RooflineWarning
 from pytest_roofline.stats import validate
 from pytest_roofline.stats.compare import ABS_FLOOR_S
+from pytest_roofline.stats.distributions import t_ppf, t_sf
 from pytest_roofline.stats.quantiles import DEFAULT_ALPHA, hd_quantiles, n_floor
 from pytest_roofline.stats.results import ConfidenceInterval, QuantileComparison
 from pytest_roofline.stats.run import apply_bh
@@ -411,10 +411,10 @@ def compare_paired(
             reason=f"{name}: no spread between the {k} rounds' ratios (identical rounds: a fake clock?)",
             df=df,
         )
-    t_alpha = float(scipy_stats.t.ppf(1.0 - alpha, df))
-    t_power = float(scipy_stats.t.ppf(power, df))
+    t_alpha = float(t_ppf(1.0 - alpha, df))
+    t_power = float(t_ppf(power, df))
     ci = ConfidenceInterval(math.exp(mean - t_alpha * se), math.exp(mean + t_alpha * se))
-    p = float(scipy_stats.t.sf(mean / se, df))
+    p = float(t_sf(mean / se, df))
     mde = math.expm1((t_alpha + t_power) * se)
     # The outcome rule is the gate's own: one implementation for both designs.
     three = classify_three_way(

@@ -9,7 +9,6 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from scipy import fft as sp_fft
 from scipy import special
 
 from pytest_roofline.stats.validate import FloatArray, alpha_iv, quantile_iv
@@ -185,8 +184,8 @@ def tau_many(indicators: Sequence[npt.NDArray[np.bool_]]) -> FloatArray:
                 ind = indicators[i]
                 r[row, : ind.size] = ind
                 r[row, : ind.size] -= r[row, : ind.size].mean()
-            f = sp_fft.rfft(r, axis=1)
-            acf = sp_fft.irfft(f.real**2 + f.imag**2, nfft, axis=1)[:, : 2 * int(pairs.max())]
+            f = np.fft.rfft(r, axis=1)
+            acf = np.fft.irfft(f.real**2 + f.imag**2, nfft, axis=1)[:, : 2 * int(pairs.max())]
             c0 = acf[:, :1]
             ok = c0[:, 0] > 1e-12 * ns
             rho = acf / np.where(ok[:, None], c0, 1.0)

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_roofline.stats.quantiles import DEFAULT_ALPHA
 from pytest_roofline.stats.results import CommonMode, QuantileComparison
@@ -32,6 +31,8 @@ def bh_adjust(p_values: npt.ArrayLike) -> FloatArray:
     p = np.asarray(p_values, dtype=np.float64)
     if p.size == 0:
         return p
+    from scipy import stats  # imported where used: see stats/distributions.py
+
     return np.asarray(stats.false_discovery_control(p, method="bh"), dtype=np.float64)
 
 

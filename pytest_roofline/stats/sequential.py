@@ -84,10 +84,10 @@ from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
-from scipy import stats as sps
+from scipy import special
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.stats.distributions import norm_ppf, t_isf, t_ppf
 from pytest_roofline.stats.threeway import GateMargin, Outcome, ThreeWay, classify_three_way
 
 __all__ = [
@@ -245,6 +245,8 @@ def _stage(
             # More error asked for than paths are left: every path stops here.
             b, crossed = -math.inf, float(wf.sum())
         else:
+            from scipy import optimize  # imported where used: see stats/distributions.py
+
             b = float(optimize.brentq(excess, lo, hi, xtol=1e-12))
     sd = math.sqrt(t_k)
     top = min(b, _GRID_SD * sd)
@@ -361,7 +363,7 @@ class LookBoundary:
             return math.nan, math.nan
 
         def q(z: float, a: float) -> float:
-            return math.inf if math.isinf(z) else float(sps.t.isf(a, df))
+            return math.inf if math.isinf(z) else float(t_isf(a, df))
 
         return q(self.z_different, self.alpha_different), q(self.z_same, self.alpha_same)
 
@@ -618,7 +620,7 @@ def run_noise_sd(history_floor: float, *, confidence: float = 0.99) -> float:
     c = float(confidence)
     if not 0.5 < c < 1.0:
         raise ConfigError(f"`confidence` must be in (0.5, 1); got {confidence!r}.")
-    return math.log1p(floor) / float(sps.norm.ppf(c))
+    return math.log1p(floor) / float(norm_ppf(c))
 
 
 def two_run_information(n_base: int, n: int, n_max: float) -> float:
@@ -686,7 +688,7 @@ def detectable_change(
     detectable change here".
     """
     qd, _ = boundary.critical(df)
-    qp = float(sps.norm.ppf(power) if math.isinf(df) else sps.t.ppf(power, df))
+    qp = float(norm_ppf(power) if math.isinf(df) else t_ppf(power, df))
     if not math.isfinite(qd):
         return math.inf
     # A t quantile at an early look's tiny level, with few degrees of freedom, can be in the

@@ -9,9 +9,9 @@ from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.stats.distributions import beta_ppf, norm_ppf
 from pytest_roofline.stats.quantiles import DEFAULT_ALPHA, hd_sorted, n_floor, tau_many
 from pytest_roofline.stats.results import ConfidenceInterval, Drift, SamplingState, SlaCheck
 from pytest_roofline.stats.validate import (
@@ -103,6 +103,8 @@ def drift(
         return Drift(math.nan, math.nan, math.nan, False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        from scipy import stats  # ~1.4 s CPU to import: only when a drift is tested
+
         res = stats.kendalltau(np.arange(n), x)
     first, last = float(np.median(x[:w])), float(np.median(x[-w:]))
     change = last / first - 1.0 if first > 0 else math.nan
@@ -187,6 +189,8 @@ def sla_check(
         )
     qf = quantile_iv(q)
     estimate = float(hd_sorted(np.sort(x), qf))
+    from scipy import stats  # imported where used: see stats/distributions.py
+
     above = stats.quantile_test(x, q=threshold_s, p=qf, alternative="greater")
     below = stats.quantile_test(x, q=threshold_s, p=qf, alternative="less")
     low = float(above.confidence_interval(1.0 - alpha).low)
@@ -220,7 +224,7 @@ def _log_interval(x: FloatArray, q: float, alpha: float, ess: bool) -> tuple[flo
         if ind.any() and not ind.all():
             m = n / float(tau_many([ind])[0])
     a, b = q * (m + 1.0), (1.0 - q) * (m + 1.0)
-    u_lo, u_hi = stats.beta.ppf([alpha, 1.0 - alpha], a, b)
+    u_lo, u_hi = beta_ppf(np.array([alpha, 1.0 - alpha]), a, b)
     idx = [
         int(np.clip(math.ceil(n * u_lo) - 1, 0, n - 1)),
         int(np.clip(math.ceil(n * q) - 1, 0, n - 1)),
@@ -247,7 +251,7 @@ def log_quantile_estimate(
     if x.size < n_floor(q, alpha):
         return math.nan, math.nan
     lo, mid, hi = _log_interval(x, q, alpha, ess)
-    za = float(stats.norm.ppf(1.0 - alpha))
+    za = float(norm_ppf(1.0 - alpha))
     se = (hi - lo) / (2.0 * za)
     return (mid, se) if math.isfinite(mid) and math.isfinite(se) else (math.nan, math.nan)
 
@@ -338,7 +342,7 @@ def sampling_decisive(
             raise ConfigError("`deltas` is required with `baseline`.")
         margins = per_q(deltas, "deltas", {}, 0.0)
     n = x.size
-    za = float(stats.norm.ppf(1.0 - alpha))
+    za = float(norm_ppf(1.0 - alpha))
     halfwidths: dict[float, float] = {}
     pending: list[str] = []
     for q in qs:

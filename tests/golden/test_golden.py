@@ -39,6 +39,7 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         "run.gate.max_margin",
         "run.gate.unknown_extension",
         "run.gate.confirm",
+        "run.gate.confirm_time_s",  # 0.2.0: how long paired rounds may settle UNKNOWN looks
     }
 )
 

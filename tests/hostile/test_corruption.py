@@ -97,11 +97,12 @@ def test_a_corrupt_row_makes_only_its_run_unusable_and_says_which(
     assert "run 1" in used.err and names in used.err, used.explain()
     no_traceback(used)
 
-    fine = run_pytest(
-        tmp_path, "--roofline", "--roofline-store=s.sqlite", "--roofline-baseline=other",
-        "--roofline-gate=never",
-    )  # fmt: skip
-    assert fine.status == OK, fine.explain()
+    if names == "tags":  # a session with another baseline still works (once: a session is slow)
+        fine = run_pytest(
+            tmp_path, "--roofline", "--roofline-store=s.sqlite", "--roofline-baseline=other",
+            "--roofline-gate=never",
+        )  # fmt: skip
+        assert fine.status == OK, fine.explain()
 
     refusing = (["compare", "main", "other"], ["report", "main"], ["export", "main"])
     working = (["compare", "other", "other"], ["runs"], ["runs", "--json"])

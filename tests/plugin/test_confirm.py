@@ -174,3 +174,24 @@ def test_a_baseline_with_another_data_layer_tag_is_not_confirmed_by_a_worktree(
     test = record_of(repo)
     assert test["confirmation"]["state"] == "unavailable"
     assert "dataset" in test["confirmation"]["reason"]
+
+
+def test_an_unknown_first_look_on_a_label_too_noisy_to_gate_is_settled_by_paired_rounds(
+    repo: Path,
+) -> None:
+    # Two more runs of the label, one on a host four times slower: the history's run-to-run
+    # noise floor is then far above x2, so the two-run first look is UNKNOWN (too noisy).
+    for slow in ("4", "1"):
+        saved = run(repo, "--roofline-save=main", env={"HOST_SLOW": slow})
+        assert saved.returncode == 0, saved.stdout + saved.stderr
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json")
+    test = record_of(repo)
+    first_look = test["change"]["p50"]
+    assert first_look["outcome"] == "unknown" and "too noisy" in first_look["reason"], first_look
+    assert "settling 1 UNKNOWN first look(s)" in done.stdout, done.stdout
+    # Alternating windows of the same code on both sides rule out +5% where the history could not.
+    assert test["confirmation"]["state"] == "overturned", test["confirmation"]["reason"]
+    assert test["confirmation"]["change"]["p50"]["outcome"] == "same"
+    assert test["decision"] == "ship", test["reasons"]
+    assert any("(UNKNOWN) is settled" in r for r in test["reasons"]), test["reasons"]
+    assert done.returncode == 0, done.stdout + done.stderr

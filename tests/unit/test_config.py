@@ -161,6 +161,8 @@ def test_a_bad_trace_is_an_error_naming_the_file_and_line(
         ("gate: {min_effect: {p95: lots}}\n", r"gate\.min_effect\.p95: expected a relative margin"),
         ("gate: {min_effect: {p90: 5%}}\n", "unknown quantile 'p90'"),
         ("gate: {replay: -1}\n", r"gate\.replay: expected an integer >= 0"),
+        ("gate: {confirm_time: soon}\n", r"gate\.confirm_time: expected"),
+        ("gate: {confirm_time: -5s}\n", r"gate\.confirm_time: expected"),
         ("gate: {color: red}\n", r"unknown key\(s\) \['color'\]"),
         ("sla: {p99: fast}\n", r"sla\.p99: expected a duration"),
         ("sla: {p42: 1ms}\n", r"unknown sla key\(s\) \['p42'\]"),
@@ -211,3 +213,13 @@ def test_a_marker_naming_an_unknown_slice_group_lists_the_groups(tmp_path: Path)
     marker = bind_marker("t.py::x", (), {"slices": "gemn"})
     with pytest.raises(ConfigError, match=r"t\.py::x: .*slices='gemn'.* groups: \['gemm'\]"):
         resolve_test(config, marker, "t.py::x")
+
+
+def test_settling_time_is_the_configured_time_or_as_long_as_the_session_at_least_30_s(
+    tmp_path: Path,
+) -> None:
+    default = make(tmp_path).gate
+    assert default.confirm_time_s is None
+    assert default.settle_time_s(12.0) == 30.0 and default.settle_time_s(95.0) == 95.0
+    assert make(tmp_path, "gate: {confirm_time: 2min}\n").gate.settle_time_s(5.0) == 120.0
+    assert make(tmp_path, "gate: {confirm_time: 0}\n").gate.settle_time_s(500.0) == 0.0

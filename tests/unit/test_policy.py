@@ -67,6 +67,7 @@ def evidence(**overrides: Any) -> TestEvidence:
 
 
 REGRESSION = comparison("regression", 1.8, 1.7, 1.9)
+SUSPECT = comparison("suspect", 1.5, 0.98, 2.0)
 REPRODUCED = ReplayOutcome(True, 1, True, {"p95": (1.8,)})
 NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
 
@@ -89,6 +90,18 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.800 was not confirmed"),
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("inconclusive", "6 of 40 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "escalate", "neither confirm nor rule it out"),
         ({"comparisons": {"p95": comparison("regression", 1.5, 1.2, 1.9)}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository", command="pytest-roofline ab --baseline=abc")}, "escalate", "not established beyond the label's run-to-run noise floor +37%"),
+        # UNKNOWN first looks are settled by paired rounds too (measure more, not decide).
+        ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.500 (UNKNOWN) is settled: paired rounds against the baseline's commit rule out +37%"),
+        ({"comparisons": {"p95": comparison("not detected", 1.2, 0.9, 1.6)}, "margins": {**MARGINS, "p95": TOO_NOISY}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "(UNKNOWN) is settled"),
+        ({"comparisons": {"p95": comparison("not detected", 5.0, 0.9, 9.6)}, "margins": {**MARGINS, "p95": TOO_NOISY}, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "rollback", "too noisy to gate here: the label's history noise floor +160% exceeds gate.max_margin +100% (see the test's history; a paired A/B run can still gate it), confirmed by paired rounds against the baseline (paired x1.800"),
+        ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("inconclusive", "16 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "escalate", "but not established: why, but paired rounds against the baseline neither confirm nor rule it out (paired x1.200 [0.900, 1.600]: 16 pairs)"),
+        ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("unavailable", "the paired rounds had spent the session's 30 s")}, "escalate", "(not settled by paired rounds: the paired rounds had spent"),
+        # The rounds stop once one quantile's regression is established: the other is noted.
+        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5), "p95": REGRESSION}, "confirmation": Confirmation("confirmed", "", {"p50": comparison("not detected", 1.7, 0.9, 2.6, quantile=0.5), "p95": REGRESSION})}, "rollback", "p95 regressed x1.800 [1.700, 1.900] (margin +37%, 1 ms -> 1.8 ms), confirmed"),
+        # Both worktrees of the same clean commit: a paired DIFFERENT below the cap is the workers'.
+        ({"comparisons": {"p95": REGRESSION}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "escalate", "both sides are the same commit with no uncommitted changes: below x2 that is a difference between the two worker processes"),
+        ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": comparison("regression", 4.0, 3.5, 4.5)})}, "rollback", "confirmed by paired rounds against the baseline (paired x4.000"),
+
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository")}, "rollback", "no paired confirmation: not a git repository"),
         # The same clean commit on both sides (README command 1 run twice): a reproduced x1.8 is
         # not rolled back, a change past the x2 cap is.
