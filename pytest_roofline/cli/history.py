@@ -15,8 +15,11 @@ prints a table; ``--json=PATH`` writes::
 ``change_points`` holds the confirmed steps, with the keys issue 14 names first and, after them,
 the detector's own figures (``series_ratio``, ``series_ci``, ``p_value``), the commit range
 (``commits``), the revision-tag diff (``tag_diff``) and ``layers_changed``. ``unconfirmed`` holds
-the change points the raw samples did not bear out, in the same form. Exit status 0, or 2 for a
-usage or data error, 7 when ``--json`` cannot be written.
+the change points the raw samples did not bear out, in the same form. The revision-tag layers
+and the default ``--margin`` (``gate.min_effect``) come from the ``roofline.yaml`` in the
+current directory, as the plugin reads it when pytest runs there (:func:`history_config`).
+Exit status 0, or 2 for a usage or data error (a bad ``roofline.yaml`` among them), 7 when
+``--json`` cannot be written.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from pytest_roofline.cli.commands import EXIT_OK, _open_store, _write_text
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.config.labels import check_label
-from pytest_roofline.config.settings import DEFAULT_LAYERS
-from pytest_roofline.errors import CliError
+from pytest_roofline.config.settings import CONFIG_FILENAME, DEFAULT_LAYERS, build_config
+from pytest_roofline.errors import CliError, ConfigError
 from pytest_roofline.gate.steps import (
     DriftFinding,
     HistorySettings,
@@ -54,6 +58,7 @@ from pytest_roofline.text import shown, terminal_safe
 __all__ = [
     "add_history_options",
     "cmd_history",
+    "history_config",
     "history_document",
     "history_lines",
     "trend_strip_of",
@@ -252,9 +257,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise CliError(f"--last must be at least 2 runs; got {args.last}")
     if args.window < 12:
         raise CliError(f"--window must be at least 12 runs; got {args.window}")
-    margin = (
-        args.margin if args.margin is not None else DEFAULTS.min_effect.get(args.quantile, 0.05)
-    )
+    layers, min_effect = history_config(Path.cwd())
+    margin = args.margin if args.margin is not None else min_effect.get(args.quantile, 0.05)
     if not (math.isfinite(margin) and 0.0 <= margin < 10.0):
         raise CliError(f"--margin must be a fraction >= 0, e.g. 0.05; got {margin}")
     settings = HistorySettings(
@@ -270,7 +274,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                     f"no result for {', '.join(repr(shown(n)) for n in absent)} in the runs of "
                     f"label {args.label!r} in {store.path}"
                 )
-        tests = analyse_label(series, settings, store.samples_of, _layers())
+        tests = analyse_label(series, settings, store.samples_of, layers)
     document = history_document(args.label, args.quantile, series.runs, tests)
     if args.json:
         _write_text(args.json, json.dumps(document, indent=2, allow_nan=False) + "\n")
@@ -289,9 +293,22 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _layers() -> Mapping[str, Sequence[str]]:
-    """The revision-tag layers attribution uses: the defaults (``docs/configuration.md``)."""
-    return DEFAULT_LAYERS
+def history_config(cwd: Path) -> tuple[Mapping[str, Sequence[str]], Mapping[str, float]]:
+    """The revision-tag layers and ``gate.min_effect`` of the ``roofline.yaml`` in ``cwd``.
+
+    Found as the plugin finds it when pytest's rootdir is ``cwd`` (``CONFIG_FILENAME`` there,
+    read by :func:`~pytest_roofline.config.settings.build_config`, so every key is validated as
+    the plugin would); without one, the defaults (``docs/configuration.md``).
+
+    :raises CliError: the file cannot be read or holds a bad value (the message names it).
+    """
+    if not (cwd / CONFIG_FILENAME).is_file():
+        return DEFAULT_LAYERS, DEFAULTS.min_effect
+    try:
+        config = build_config(rootdir=cwd, cli={}, ini={})
+    except ConfigError as exc:
+        raise CliError(f"cannot use {cwd / CONFIG_FILENAME}: {exc}") from None
+    return config.layers, config.gate.min_effect
 
 
 def trend_strip_of(
