@@ -3,10 +3,12 @@
 Small, collapsed by default (``<details>`` without ``open``) and readable without JavaScript:
 three inline SVG panels (one per quantile) on a log time axis, one dot per run with its 95%
 interval as a vertical bar, a dashed line before the first run after each step (its title says
-the step's size and commits), and a triangle where the bound class changed. Every text that
-comes from a run (node ids, commits, bound classes) is escaped. The renderer reads only the
-values given (:class:`TrendStrip`), as every renderer does; building one from the store's series
-and the history analysis is the caller's (``pytest_roofline.cli.history``).
+the step's size and commits), a triangle where the bound class changed, and this run (the
+signoff report's strips end with it) as a larger ringed dot. Every text that comes from a run
+(node ids, commits, bound classes) is escaped. The renderer reads only the values given
+(:class:`TrendStrip`), as every renderer does; :func:`strip_of_record` builds one from a run
+document's ``run.trend`` and ``tests[].trend`` (the signoff report), and
+``pytest_roofline.cli.history`` builds them from the store's series and the history analysis.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_roofline.model.document import TestTrendRecord, TrendRunsRecord
 from pytest_roofline.report.format import format_seconds
 
-__all__ = ["TrendMark", "TrendStrip", "trend_page", "trend_strip_html"]
+__all__ = ["TrendMark", "TrendStrip", "strip_of_record", "trend_page", "trend_strip_html"]
+
+_QUANTILES = ("p50", "p95", "p99")
 
 _WIDTH, _HEIGHT, _PAD = 360, 64, 4
 
@@ -38,6 +43,7 @@ class TrendStrip:
 
     ``values_s[q]``, ``low_s[q]``, ``high_s[q]`` for ``q`` in ``p50``, ``p95``, ``p99``: per run,
     ``None`` where the run has no value (or no interval). ``run_labels`` name each run (``#12``).
+    ``current`` is the position of this run (drawn marked), if it is among them.
     """
 
     nodeid: str
@@ -46,6 +52,64 @@ class TrendStrip:
     low_s: dict[str, tuple[float | None, ...]]
     high_s: dict[str, tuple[float | None, ...]]
     marks: tuple[TrendMark, ...] = ()
+    current: int | None = None
+
+
+def _percent(ratio: float | None) -> str:
+    return "?" if ratio is None or not math.isfinite(ratio) else f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def strip_of_record(nodeid: str, runs: TrendRunsRecord, trend: TestTrendRecord) -> TrendStrip:
+    """The strip of one test of a run document: its ``tests[].trend`` over ``run.trend.runs``.
+
+    Columns shorter than the runs (a damaged document) read as runs without a value.
+    """
+    n = len(runs.runs)
+
+    def column(name: str) -> tuple[float | None, ...]:
+        values = trend.column(name)[:n]
+        return (*values, *([None] * (n - len(values))))
+
+    labels = tuple(
+        "this run"
+        if run.current
+        else (f"#{run.run_id}" if run.run_id is not None else "?")
+        + (f" ({run.commit[:10]})" if run.commit else "")
+        for run in runs.runs
+    )
+    marks: list[TrendMark] = []
+    for step in trend.steps:
+        if step.index is None or not 0 <= step.index < n:
+            continue
+        low, high = step.ci if step.ci is not None else (None, None)
+        state = "" if step.confirmed else " (not confirmed)"
+        layer = (
+            f", first failing layer {step.first_failing_layer}" if step.first_failing_layer else ""
+        )
+        marks.append(
+            TrendMark(
+                step.index,
+                "step",
+                f"{step.quantile or '?'} step {_percent(step.ratio)} [{_percent(low)}, "
+                f"{_percent(high)}]{state} at {labels[step.index]}{layer}",
+            )
+        )
+    previous = None
+    for i, bound in enumerate(trend.bound[:n]):
+        if bound is None:
+            continue
+        if previous is not None and bound != previous:
+            marks.append(TrendMark(i, "bound", f"bound class {previous} -> {bound} at {labels[i]}"))
+        previous = bound
+    return TrendStrip(
+        nodeid=nodeid,
+        run_labels=labels,
+        values_s={q: column(f"{q}_s") for q in _QUANTILES},
+        low_s={q: column(f"{q}_low_s") for q in _QUANTILES},
+        high_s={q: column(f"{q}_high_s") for q in _QUANTILES},
+        marks=tuple(marks),
+        current=runs.current_index,
+    )
 
 
 def _finite(values: Sequence[float | None]) -> list[float]:
@@ -101,6 +165,13 @@ def _panel(strip: TrendStrip, quantile: str) -> str:
                 f'<line x1="{x(i):.1f}" y1="{y(high):.1f}" x2="{x(i):.1f}" y2="{y(low):.1f}" '
                 'stroke="#94a3b8" stroke-width="2"/>'
             )
+        if i == strip.current:
+            parts.append(
+                f'<circle class="trend-current" cx="{x(i):.1f}" cy="{y(value):.1f}" r="3.6" '
+                'fill="#c2410c" stroke="#7c2d12" stroke-width="1.2">'
+                f"<title>{html.escape(text)}</title></circle>"
+            )
+            continue
         parts.append(
             f'<circle cx="{x(i):.1f}" cy="{y(value):.1f}" r="2.2" fill="#1e3a8a">'
             f"<title>{html.escape(text)}</title></circle>"
@@ -109,18 +180,24 @@ def _panel(strip: TrendStrip, quantile: str) -> str:
     return "".join(parts)
 
 
-def trend_strip_html(strip: TrendStrip) -> str:
-    """The strip as one collapsed ``<details>`` element (no script, inline SVG)."""
+def trend_strip_html(strip: TrendStrip, *, heading: str | None = None) -> str:
+    """The strip as one collapsed ``<details>`` element (no script, inline SVG).
+
+    ``heading`` opens the summary instead of the node id (the signoff report's row already
+    names the test).
+    """
     steps = sum(1 for m in strip.marks if m.kind == "step")
     bounds = sum(1 for m in strip.marks if m.kind == "bound")
-    summary = f"{strip.nodeid}: {len(strip.run_labels)} runs"
+    summary = f"{strip.nodeid if heading is None else heading}: {len(strip.run_labels)} runs"
+    if strip.current is not None:
+        summary += ", this run last (marked)"
     if steps:
         summary += f", {steps} step{'s' if steps > 1 else ''}"
     if bounds:
         summary += f", bound class changed {bounds}x"
     rows = "".join(
         f'<div class="trend-row"><span class="trend-q">{q}</span>{_panel(strip, q)}</div>'
-        for q in ("p50", "p95", "p99")
+        for q in _QUANTILES
     )
     marks = "".join(f"<li>{html.escape(m.text)}</li>" for m in strip.marks)
     listing = f'<ul class="trend-marks">{marks}</ul>' if marks else ""
