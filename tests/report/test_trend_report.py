@@ -27,8 +27,8 @@ def _document(nodeid: str = "t.py::test_k", commit: str = "abc1234567ff") -> Run
         last=30,
         runs=(
             TrendRun(run_id=11, commit=commit, started="2026-11-30T10:00:00+00:00"),
-            TrendRun(run_id=12, commit="<b>c2</b>", started="2026-11-30T11:00:00+00:00"),
-            TrendRun(run_id=13, commit=None, started="2026-11-30T12:00:00+00:00"),
+            TrendRun(run_id=12, commit=None, started="2026-11-30T11:00:00+00:00"),
+            TrendRun(run_id=13, commit="<b>c3</b>", started="2026-11-30T12:00:00+00:00"),
             TrendRun(run_id=None, commit="c4", started="2026-12-01T09:00:00+00:00", current=True),
         ),
     )
@@ -98,19 +98,24 @@ def test_a_strip_from_the_document_marks_this_run_last_and_the_step_and_bound_ch
     out = trend_strip_html(strip, heading="trend")
     assert out.startswith('<details class="trend"><summary>trend: 4 runs, this run last (marked)')
     assert out.count('class="trend-current"') == 3  # one per quantile panel
-    assert "p50 step +19.0% [+17.0%, +21.0%] at #13, first failing layer data" in out
+    assert (
+        "p50 step +19.0% [+17.0%, +21.0%] at #13 (&lt;b&gt;c3&lt;/b&gt;), first failing layer data"
+        in out
+    )
     assert "bound class memory -&gt; compute at #13" in out
-    # p95 of run #12 has no value: 3 of 4 dots (one of them the marked current run).
+    # p95 of run #12 has no value: 2 dots and the marked current run.
     p95 = re.search(r'aria-label="p95 over 4 runs">(.*?)</svg>', out)
-    assert p95 is not None and p95.group(1).count("<circle") == 3
+    assert p95 is not None and p95.group(1).count("h0") == 2
+    assert "<title>this run: p95 1.7 ms</title>" in p95.group(1)
+    assert "2 runs 1.5 ms to 1.6 ms; this run 1.7 ms" in out
 
 
 def test_the_html_report_shows_the_strip_collapsed_in_the_test_row_and_escapes_run_text() -> None:
     page = render_html(_document(nodeid=HOSTILE, commit="<img src=x onerror=alert(1)>"))
     assert page.count('<details class="trend">') == 1  # one test has a trend
     assert '<details class="trend" open' not in page
-    assert "<script>alert(1)" not in page and "<img src=x" not in page and "<b>c2" not in page
-    assert "&lt;b&gt;c2&lt;/b&gt;" in page
+    assert "<script>alert(1)" not in page and "<img src=x" not in page and "<b>c3" not in page
+    assert "&lt;b&gt;c3&lt;/b&gt;" in page
     row = re.search(r'<tr id="t-0".*?</tr>', page, re.S)
     assert row is not None and '<details class="trend">' in row.group(0)
     assert "trend over the last runs of main: 4 runs" in row.group(0)

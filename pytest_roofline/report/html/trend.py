@@ -116,7 +116,40 @@ def _finite(values: Sequence[float | None]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
 
-def _panel(strip: TrendStrip, quantile: str) -> str:
+def _value_text(value: float, low: float | None, high: float | None) -> str:
+    text = format_seconds(value)
+    if low is not None and high is not None and low > 0 and high > 0:
+        text += f" [{format_seconds(low)}, {format_seconds(high)}]"
+    return text
+
+
+def _panel_text(strip: TrendStrip, quantile: str) -> str:
+    """The panel in words: the range over the other runs and this run's value (or the last)."""
+    values = strip.values_s.get(quantile, ())
+    lows = strip.low_s.get(quantile, ())
+    highs = strip.high_s.get(quantile, ())
+    n = len(strip.run_labels)
+    last = strip.current if strip.current is not None else n - 1
+
+    def at(column: Sequence[float | None], i: int) -> float | None:
+        v = column[i] if 0 <= i < len(column) else None
+        return v if v is not None and math.isfinite(v) and v > 0 else None
+
+    others = [v for i in range(n) if i != last and (v := at(values, i)) is not None]
+    parts = []
+    if others:
+        parts.append(
+            f"{len(others)} runs {format_seconds(min(others))} to {format_seconds(max(others))}"
+        )
+    value = at(values, last)
+    if value is not None:
+        parts.append(
+            f"{strip.run_labels[last]} {_value_text(value, at(lows, last), at(highs, last))}"
+        )
+    return "; ".join(parts) or "no values"
+
+
+def _panel(strip: TrendStrip, quantile: str, text: str) -> str:
     values = strip.values_s.get(quantile, ())
     lows = strip.low_s.get(quantile, ())
     highs = strip.high_s.get(quantile, ())
@@ -130,12 +163,17 @@ def _panel(strip: TrendStrip, quantile: str) -> str:
     def x(i: int) -> float:
         return _PAD + (i + 0.5) * (_WIDTH - 2 * _PAD) / n
 
+    scale = (_HEIGHT - 2 * _PAD) / span
+    top = _HEIGHT - _PAD + lo * scale
+    log = math.log
+
     def y(v: float) -> float:
-        return _HEIGHT - _PAD - (math.log(v) - lo) / span * (_HEIGHT - 2 * _PAD)
+        return top - log(v) * scale
 
     parts = [
         f'<svg class="trend-panel" viewBox="0 0 {_WIDTH} {_HEIGHT}" width="{_WIDTH}" '
         f'height="{_HEIGHT}" role="img" aria-label="{quantile} over {n} runs">'
+        f"<title>{text}</title>"
     ]
     for mark in strip.marks:
         if not 0 <= mark.index < n:
@@ -152,30 +190,36 @@ def _panel(strip: TrendStrip, quantile: str) -> str:
             parts.append(
                 f'<path class="trend-bound" d="M{cx:.1f},0 l4,6 h-8 z" fill="#7c3aed">{title}</path>'
             )
-    for i, label in enumerate(strip.run_labels):
+    # One path for every interval bar and one for every dot (a zero-length segment with a round
+    # cap): a 1000-test report carries 90 points per test, and an element with its own title
+    # per point made each strip about 20 kB. The numbers are in the text beside the panel.
+    bars, dots = [], []
+    current_dot = ""
+    for i in range(n):
         value = values[i] if i < len(values) else None
         if value is None or not math.isfinite(value) or value <= 0:
             continue
         low = lows[i] if i < len(lows) else None
         high = highs[i] if i < len(highs) else None
-        text = f"{label}: {quantile} {format_seconds(value)}"
         if low is not None and high is not None and low > 0 and high > 0:
-            text += f" [{format_seconds(low)}, {format_seconds(high)}]"
-            parts.append(
-                f'<line x1="{x(i):.1f}" y1="{y(high):.1f}" x2="{x(i):.1f}" y2="{y(low):.1f}" '
-                'stroke="#94a3b8" stroke-width="2"/>'
-            )
+            bars.append(f"M{x(i):.0f} {y(high):.0f}V{y(low):.0f}")
         if i == strip.current:
-            parts.append(
-                f'<circle class="trend-current" cx="{x(i):.1f}" cy="{y(value):.1f}" r="3.6" '
-                'fill="#c2410c" stroke="#7c2d12" stroke-width="1.2">'
-                f"<title>{html.escape(text)}</title></circle>"
+            text = f"{strip.run_labels[i]}: {quantile} {_value_text(value, low, high)}"
+            current_dot = (
+                f'<circle class="trend-current" cx="{x(i):.0f}" cy="{y(value):.0f}" r="3.6" '
+                f'fill="#c2410c" stroke="#7c2d12" stroke-width="1.2"><title>'
+                f"{html.escape(text)}</title></circle>"
             )
-            continue
+        else:
+            dots.append(f"M{x(i):.0f} {y(value):.0f}h0")
+    if bars:
+        parts.append(f'<path d="{"".join(bars)}" stroke="#94a3b8" stroke-width="2"/>')
+    if dots:
         parts.append(
-            f'<circle cx="{x(i):.1f}" cy="{y(value):.1f}" r="2.2" fill="#1e3a8a">'
-            f"<title>{html.escape(text)}</title></circle>"
+            f'<path class="trend-dots" d="{"".join(dots)}" stroke="#1e3a8a" stroke-width="4.4" '
+            'stroke-linecap="round"/>'
         )
+    parts.append(current_dot)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -195,8 +239,10 @@ def trend_strip_html(strip: TrendStrip, *, heading: str | None = None) -> str:
         summary += f", {steps} step{'s' if steps > 1 else ''}"
     if bounds:
         summary += f", bound class changed {bounds}x"
+    texts = {q: html.escape(_panel_text(strip, q)) for q in _QUANTILES}
     rows = "".join(
-        f'<div class="trend-row"><span class="trend-q">{q}</span>{_panel(strip, q)}</div>'
+        f'<div class="trend-row"><span class="trend-q">{q}</span>{_panel(strip, q, texts[q])}'
+        f'<span class="trend-text">{texts[q]}</span></div>'
         for q in _QUANTILES
     )
     marks = "".join(f"<li>{html.escape(m.text)}</li>" for m in strip.marks)
