@@ -37,6 +37,7 @@ from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.config.labels import check_label
 from pytest_roofline.config.settings import CONFIG_FILENAME, DEFAULT_LAYERS, build_config
 from pytest_roofline.errors import CliError, ConfigError
+from pytest_roofline.gate.host_events import HostEvent, host_events, host_reasons
 from pytest_roofline.gate.steps import (
     DriftFinding,
     HistorySettings,
@@ -120,14 +121,17 @@ def _number(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _step_json(step: StepFinding) -> dict[str, Any]:
+def _step_json(step: StepFinding, host: str | None = None) -> dict[str, Any]:
     return {
         "run_id": step.run_id,
         "index": step.index,
         "quantile": step.quantile,
         "ratio": _number(step.ratio),
         "ci": [_number(step.ci_low), _number(step.ci_high)],
-        "first_failing_layer": step.first_failing_layer,
+        # A host event is not the code's: no layer is blamed (the tag diff stays below).
+        "first_failing_layer": None if host else step.first_failing_layer,
+        "host_event": host is not None,
+        "host_reason": host,
         "confirmed": step.confirmed,
         "series_ratio": _number(step.series_ratio),
         "series_ci": [_number(step.series_ci_low), _number(step.series_ci_high)],
@@ -154,9 +158,19 @@ def _drift_json(drift: DriftFinding | None) -> dict[str, Any] | None:
 
 
 def history_document(
-    label: str, quantile: str, runs: Sequence[SeriesRun], tests: Sequence[TestHistory]
+    label: str,
+    quantile: str,
+    runs: Sequence[SeriesRun],
+    tests: Sequence[TestHistory],
+    events: Mapping[tuple[str, int], HostEvent] | None = None,
 ) -> dict[str, Any]:
-    """The ``--json`` document (see the module docstring)."""
+    """The ``--json`` document (see the module docstring); ``events`` label host events."""
+    events = events or {}
+
+    def step(nodeid: str, found: StepFinding) -> dict[str, Any]:
+        event = events.get((nodeid, found.index))
+        return _step_json(found, event.reason if event is not None else None)
+
     return {
         "label": label,
         "quantile": quantile,
@@ -167,8 +181,8 @@ def history_document(
         "tests": [
             {
                 "nodeid": test.nodeid,
-                "change_points": [_step_json(s) for s in test.confirmed],
-                "unconfirmed": [_step_json(s) for s in test.unconfirmed],
+                "change_points": [step(test.nodeid, s) for s in test.confirmed],
+                "unconfirmed": [step(test.nodeid, s) for s in test.unconfirmed],
                 "drift": _drift_json(test.drift),
             }
             for test in tests
@@ -189,9 +203,16 @@ def _commit(commit: str | None) -> str:
 
 
 def history_lines(
-    label: str, quantile: str, series: LabelSeries, tests: Sequence[TestHistory], margin: float
+    label: str,
+    quantile: str,
+    series: LabelSeries,
+    tests: Sequence[TestHistory],
+    margin: float,
+    events: Mapping[tuple[str, int], HostEvent] | None = None,
 ) -> list[str]:
-    """The terminal table: one row per change point, then drifts and what was left out."""
+    """The terminal table: one row per change point, then host events, drifts and what was
+    left out."""
+    events = events or {}
     runs = series.runs
     first, last = (_iso(runs[0].started), _iso(runs[-1].started)) if runs else ("-", "-")
     lines = [
@@ -218,7 +239,9 @@ def history_lines(
                     f"{_percent(step.ratio)} {_interval(step.ci_low, step.ci_high)}{mark}",
                     f"{_percent(step.series_ratio)} p={step.p_value:.1g}",
                     f"{_commit(step.commit_before)}..{_commit(step.commit_after)}",
-                    step.first_failing_layer or "-",
+                    "host event"
+                    if (test.nodeid, step.index) in events
+                    else step.first_failing_layer or "-",
                 )
             )
     if len(rows) > 1:
@@ -230,6 +253,8 @@ def history_lines(
             )
     else:
         lines.append("  no change points")
+    for (nodeid, index), event in sorted(events.items()):
+        lines.append(terminal_safe(f"  {nodeid} at index {index}: {event.reason}"))
     for test in tests:
         drift = test.drift
         if drift is not None:
@@ -275,20 +300,27 @@ def cmd_history(args: argparse.Namespace) -> int:
                     f"label {args.label!r} in {store.path}"
                 )
         tests = analyse_label(series, settings, store.samples_of, layers)
-    document = history_document(args.label, args.quantile, series.runs, tests)
+    events = host_events(series, tests, quantile=args.quantile)
+    document = history_document(args.label, args.quantile, series.runs, tests, events)
     if args.json:
         _write_text(args.json, json.dumps(document, indent=2, allow_nan=False) + "\n")
         print(terminal_safe(f"wrote JSON to {args.json}"))
     if args.html:
         by_id = {t.nodeid: t for t in tests}
         strips = [
-            trend_strip_of(test, series.runs, by_id.get(nodeid), last=args.last)
+            trend_strip_of(
+                test,
+                series.runs,
+                by_id.get(nodeid),
+                last=args.last,
+                host=host_reasons(events, nodeid),
+            )
             for nodeid, test in sorted(series.tests.items())
         ]
-        lines = history_lines(args.label, args.quantile, series, tests, margin)
+        lines = history_lines(args.label, args.quantile, series, tests, margin, events)
         _write_text(args.html, trend_page(f"History of {args.label}", strips, lines))
         print(terminal_safe(f"wrote HTML to {args.html}"))
-    for line in history_lines(args.label, args.quantile, series, tests, margin):
+    for line in history_lines(args.label, args.quantile, series, tests, margin, events):
         print(line)
     return EXIT_OK
 
@@ -312,10 +344,17 @@ def history_config(cwd: Path) -> tuple[Mapping[str, Sequence[str]], Mapping[str,
 
 
 def trend_strip_of(
-    test: TestSeries, runs: Sequence[SeriesRun], history: TestHistory | None, *, last: int = 30
+    test: TestSeries,
+    runs: Sequence[SeriesRun],
+    history: TestHistory | None,
+    *,
+    last: int = 30,
+    host: Mapping[int, str] | None = None,
 ) -> TrendStrip:
     """The trend strip of one test over the last ``last`` runs: its quantiles with intervals,
-    the steps ``history`` found (positions within the strip) and the bound-class changes."""
+    the steps ``history`` found (positions within the strip; ``host`` holds the host-event
+    reason of a step by its index) and the bound-class changes."""
+    host = host or {}
     start = max(0, len(runs) - last)
     shown = runs[start:]
 
@@ -331,13 +370,14 @@ def trend_strip_of(
     for step in history.steps if history is not None else ():
         if step.index >= start:
             state = "" if step.confirmed else " (not confirmed)"
+            event = f"; {host[step.index]}" if step.index in host else ""
             marks.append(
                 TrendMark(
                     step.index - start,
                     "step",
                     f"{step.quantile} step {_percent(step.ratio)} "
                     f"{_interval(step.ci_low, step.ci_high)}{state} at run #{step.run_id}, "
-                    f"commits {_commit(step.commit_before)}..{_commit(step.commit_after)}",
+                    f"commits {_commit(step.commit_before)}..{_commit(step.commit_after)}{event}",
                 )
             )
     bounds = test.bounds[start:]
