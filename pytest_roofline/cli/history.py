@@ -45,8 +45,10 @@ from pytest_roofline.gate.steps import (
     TestHistory,
     analyse_label,
 )
+from pytest_roofline.gate.weeks import WeekObservation, weekly
 from pytest_roofline.report.html.trend import TrendMark, TrendStrip, trend_page
 from pytest_roofline.stats.changepoint import DEFAULT_MAX_P_VALUE, DEFAULT_WINDOW
+from pytest_roofline.store.observations import CONFIRMATION_STATES
 from pytest_roofline.store.series import (
     SERIES_QUANTILES,
     FloatArray,
@@ -63,6 +65,8 @@ __all__ = [
     "history_document",
     "history_lines",
     "trend_strip_of",
+    "week_lines",
+    "week_rows",
 ]
 
 
@@ -163,8 +167,10 @@ def history_document(
     runs: Sequence[SeriesRun],
     tests: Sequence[TestHistory],
     events: Mapping[tuple[str, int], HostEvent] | None = None,
+    weeks: Sequence[WeekObservation] = (),
 ) -> dict[str, Any]:
-    """The ``--json`` document (see the module docstring); ``events`` label host events."""
+    """The ``--json`` document (see the module docstring); ``events`` label host events,
+    ``weeks`` the observability per ISO week."""
     events = events or {}
 
     def step(nodeid: str, found: StepFinding) -> dict[str, Any]:
@@ -187,6 +193,7 @@ def history_document(
             }
             for test in tests
         ],
+        "weeks": [week.to_json() for week in weeks],
     }
 
 
@@ -274,6 +281,57 @@ def history_lines(
     return lines
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+WEEK_HEADERS = (
+    "week",
+    "runs",
+    "tests compared",
+    "escape risk",
+    "tails not assessed",
+    "confirmations c/o/i/u",
+    "confirmed",
+    "replays reproduced/tried",
+)
+
+
+def week_rows(weeks: Sequence[WeekObservation]) -> list[tuple[str, ...]]:
+    """One row per week (:data:`WEEK_HEADERS`), for the terminal and the HTML page."""
+    rows: list[tuple[str, ...]] = []
+    for w in weeks:
+        c = w.confirmations
+        rows.append(
+            (
+                w.week,
+                str(w.runs) + (f" ({w.unreadable_runs} unreadable)" if w.unreadable_runs else ""),
+                f"{w.compared} of {w.tests}",
+                f"{_share(w.escape_risk)} ({w.escape_risk_tests})",
+                str(w.tails_not_assessed),
+                "/".join(str(c.get(s, 0)) for s in CONFIRMATION_STATES),
+                _share(w.confirmed_rate),
+                f"{w.replays.get('reproduced', 0)}/{w.replays.get('attempted', 0)}"
+                f" ({_share(w.reproduced_rate)})",
+            )
+        )
+    return rows
+
+
+def week_lines(weeks: Sequence[WeekObservation]) -> list[str]:
+    """The terminal table of observability per ISO week of the label's runs."""
+    if not weeks:
+        return []
+    rows = [WEEK_HEADERS, *week_rows(weeks)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(WEEK_HEADERS))]
+    lines = ["observability per ISO week of the label's runs (every test of each run):"]
+    for row in rows:
+        lines.append(
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        )
+    return lines
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     check_label(args.label, where="--label")
     if not 0.0 < args.max_p_value < 1.0:
@@ -300,8 +358,9 @@ def cmd_history(args: argparse.Namespace) -> int:
                     f"label {args.label!r} in {store.path}"
                 )
         tests = analyse_label(series, settings, store.samples_of, layers)
+        weeks = weekly(store.observations(args.label))
     events = host_events(series, tests, quantile=args.quantile)
-    document = history_document(args.label, args.quantile, series.runs, tests, events)
+    document = history_document(args.label, args.quantile, series.runs, tests, events, weeks)
     if args.json:
         _write_text(args.json, json.dumps(document, indent=2, allow_nan=False) + "\n")
         print(terminal_safe(f"wrote JSON to {args.json}"))
@@ -318,10 +377,17 @@ def cmd_history(args: argparse.Namespace) -> int:
             for nodeid, test in sorted(series.tests.items())
         ]
         lines = history_lines(args.label, args.quantile, series, tests, margin, events)
-        _write_text(args.html, trend_page(f"History of {args.label}", strips, lines))
+        tables = (
+            [("Observability per ISO week of the label's runs", WEEK_HEADERS, week_rows(weeks))]
+            if weeks
+            else []
+        )
+        _write_text(args.html, trend_page(f"History of {args.label}", strips, lines, tables=tables))
         print(terminal_safe(f"wrote HTML to {args.html}"))
     for line in history_lines(args.label, args.quantile, series, tests, margin, events):
         print(line)
+    for line in week_lines(weeks):
+        print(terminal_safe(line))
     return EXIT_OK
 
 

@@ -252,9 +252,28 @@ def trend_strip_html(strip: TrendStrip, *, heading: str | None = None) -> str:
     )
 
 
-def trend_page(title: str, strips: Sequence[TrendStrip], lines: Sequence[str] = ()) -> str:
-    """A small self-contained page of strips (``pytest-roofline history --html``)."""
+def _table(caption: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    return (
+        f"<h2>{html.escape(caption)}</h2><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def trend_page(
+    title: str,
+    strips: Sequence[TrendStrip],
+    lines: Sequence[str] = (),
+    *,
+    tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]] = (),
+) -> str:
+    """A small self-contained page of strips (``pytest-roofline history --html``), after the
+    terminal ``lines`` and any ``tables`` (caption, headers, rows of text)."""
     head = f"<pre>{html.escape(chr(10).join(lines))}</pre>" if lines else ""
+    sections = "".join(_table(*table) for table in tables)
     body = "".join(trend_strip_html(s) for s in strips) or "<p>no tests</p>"
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -262,6 +281,9 @@ def trend_page(title: str, strips: Sequence[TrendStrip], lines: Sequence[str] = 
         "body{font:14px system-ui,sans-serif;margin:1.5em;color:#0f172a}"
         "details.trend{margin:.3em 0}summary{cursor:pointer}"
         ".trend-row{display:flex;align-items:center;gap:.5em}.trend-q{width:2.5em;color:#475569}"
+        ".trend-text{color:#475569;font-size:12px}"
+        "table{border-collapse:collapse;margin:.5em 0 1em}"
+        "th,td{border:1px solid #cbd5e1;padding:.2em .5em;text-align:left;font-size:13px}"
         "</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{head}{body}</body></html>\n"
+        f"<h1>{html.escape(title)}</h1>{head}{sections}{body}</body></html>\n"
     )
