@@ -10,12 +10,17 @@ prints a table; ``--json=PATH`` writes::
      "tests": [{"nodeid",
                 "change_points": [{"run_id", "index", "quantile", "ratio", "ci": [lo, hi],
                                    "first_failing_layer", ...}],
-                "unconfirmed": [...], "drift": {...} | null}]}
+                "unconfirmed": [...], "drift": {...} | null}],
+     "weeks": [{"week": "2026-W48", "runs", "tests", "compared", "escape_risk", ...,
+                "confirmations": {...}, "replays": {...}}]}
 
 ``change_points`` holds the confirmed steps, with the keys issue 14 names first and, after them,
 the detector's own figures (``series_ratio``, ``series_ci``, ``p_value``), the commit range
 (``commits``), the revision-tag diff (``tag_diff``) and ``layers_changed``. ``unconfirmed`` holds
-the change points the raw samples did not bear out, in the same form. The revision-tag layers
+the change points the raw samples did not bear out, in the same form. A step most tests share,
+or that the host canary's level shares, is a host event (:mod:`pytest_roofline.gate.host_events`:
+``host_event``, ``host_reason``, and no ``first_failing_layer``). ``weeks`` is the observability
+per ISO week of the label's runs (:mod:`pytest_roofline.gate.weeks`). The revision-tag layers
 and the default ``--margin`` (``gate.min_effect``) come from the ``roofline.yaml`` in the
 current directory, as the plugin reads it when pytest runs there (:func:`history_config`).
 Exit status 0, or 2 for a usage or data error (a bad ``roofline.yaml`` among them), 7 when
