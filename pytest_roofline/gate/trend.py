@@ -164,7 +164,8 @@ def label_trends(
         nodeid
         for nodeid in sorted(current.samples_s)
         if nodeid in series.tests
-        and np.isfinite(series.tests[nodeid].values["samples"][start:]).any()
+        # a value, not a row: a summary-only run (pytest-benchmark import) has no quantiles
+        and np.isfinite(series.tests[nodeid].values["p50_s"][start:]).any()
     ]
     samples = [np.asarray(current.samples_s[n], dtype=np.float64) for n in nodeids]
     points = quantile_rows(samples)
