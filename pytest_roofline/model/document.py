@@ -28,6 +28,12 @@ Readers ignore keys they do not know.
   look, where one was tried. ``run.gate`` adds ``max_margin``, ``unknown_extension`` and
   ``confirm`` as used, and ``confirm_time_s`` (``gate.confirm_time``: how long paired rounds
   may settle UNKNOWN first looks; ``null``: the default, as long as the session so far).
+* Issue 14 (unreleased, schema 1 still: older readers ignore the keys) adds the label's trend:
+  ``run.trend`` (the label and its last runs, oldest first, this run last with ``current``)
+  and ``tests[].trend`` (per test, p50/p95/p99 with their intervals and the bound class of each
+  of those runs, aligned with ``run.trend.runs``, and the steps found in its p50), both only
+  when the run was compared with, or saved under, a label with earlier runs. The copy of the
+  document kept in the store leaves them out (the store's series holds the same numbers).
 
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
@@ -87,6 +93,10 @@ __all__ = [
     "TagChange",
     "TargetRecord",
     "TestRecord",
+    "TestTrendRecord",
+    "TrendRun",
+    "TrendRunsRecord",
+    "TrendStepRecord",
 ]
 
 SCHEMA_VERSION = 1
@@ -376,6 +386,54 @@ class BenchmarkInfo(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class TrendStepRecord(Record):
+    """A step in a test's trend (``tests[].trend.steps[]``).
+
+    ``index`` is the position in ``run.trend.runs`` of the first run after the step, ``run_id``
+    that run's (``None`` for this run, before it is saved). ``ratio`` and ``ci`` size it on the
+    raw samples of the runs either side; ``confirmed`` says whether that interval lies wholly
+    on the detector's side of 1 (``docs/history.md``).
+    """
+
+    index: int | None = None
+    run_id: int | None = None
+    quantile: str | None = None
+    ratio: float | None = None
+    ci: tuple[float | None, float | None] | None = None
+    confirmed: bool = False
+    first_failing_layer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TestTrendRecord(Record):
+    """One test over the label's last runs (``tests[].trend``), aligned with ``run.trend.runs``.
+
+    Per run, the Harrell-Davis quantile in seconds and its 95% interval (``None`` where the run
+    has no result for the test, or too few samples for the interval), and the bound class.
+    Numbers keep four significant digits (the intervals are wider than that).
+    """
+
+    __test__ = False
+
+    p50_s: tuple[float | None, ...] = ()
+    p50_low_s: tuple[float | None, ...] = ()
+    p50_high_s: tuple[float | None, ...] = ()
+    p95_s: tuple[float | None, ...] = ()
+    p95_low_s: tuple[float | None, ...] = ()
+    p95_high_s: tuple[float | None, ...] = ()
+    p99_s: tuple[float | None, ...] = ()
+    p99_low_s: tuple[float | None, ...] = ()
+    p99_high_s: tuple[float | None, ...] = ()
+    bound: tuple[str | None, ...] = ()
+    steps: tuple[TrendStepRecord, ...] = ()
+
+    def column(self, name: str) -> tuple[float | None, ...]:
+        """``p50_s``, ``p95_low_s``... by name (an empty tuple for an unknown name)."""
+        value = getattr(self, name, ()) if name.endswith("_s") else ()
+        return value if isinstance(value, tuple) else ()
+
+
+@dataclass(frozen=True, slots=True)
 class TestRecord(Record):
     """One measured test: what was measured, the evidence and the decision (``tests[]``)."""
 
@@ -429,8 +487,10 @@ class TestRecord(Record):
     confirmation: ConfirmationRecord | None = None
     # Set for a test that used the ``benchmark`` fixture (plugin.benchmark_options).
     benchmark: BenchmarkInfo | None = None
+    # The label's last runs (issue 14; ``run.trend`` names them).
+    trend: TestTrendRecord | None = None
 
-    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark")
+    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark", "trend")
 
     def _derived(self) -> Mapping[str, Any]:
         return {
@@ -626,6 +686,33 @@ class CanaryRunRecord(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class TrendRun(Record):
+    """One run of the label's trend (``run.trend.runs[]``); ``current`` marks this run, whose
+    ``run_id`` is ``None`` (it is saved, if at all, after the document is made)."""
+
+    run_id: int | None = None
+    commit: str | None = None
+    started: str | None = None
+    current: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrendRunsRecord(Record):
+    """The runs the tests' trends cover (``run.trend``): the last ``last`` runs of ``label``,
+    this one included and last, oldest first."""
+
+    label: str | None = None
+    last: int | None = None
+    runs: tuple[TrendRun, ...] = ()
+
+    @property
+    def current_index(self) -> int | None:
+        """The position of this run among :attr:`runs` (the last one, where it is marked)."""
+        marked = [i for i, run in enumerate(self.runs) if run.current]
+        return marked[-1] if marked else None
+
+
+@dataclass(frozen=True, slots=True)
 class RunInfo(Record):
     """Run-level facts (``run``)."""
 
@@ -650,10 +737,12 @@ class RunInfo(Record):
     method: MethodRecord | None = None
     platforms: tuple[PlatformTarget, ...] = ()
     canary: CanaryRunRecord | None = None
+    trend: TrendRunsRecord | None = None
 
     # Only paired runs have these (schema 1 left them out of two-run documents); only runs
-    # that timed the host canary have ``canary``.
-    _OMIT_IF_NONE = ("rounds", "paired", "canary")
+    # that timed the host canary have ``canary``; only runs of a label with earlier runs
+    # have ``trend``.
+    _OMIT_IF_NONE = ("rounds", "paired", "canary", "trend")
 
 
 @dataclass(frozen=True, slots=True)

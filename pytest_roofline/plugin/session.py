@@ -40,6 +40,8 @@ from pytest_roofline.gate.run import (
     evidence_context,
     judge_test,
 )
+from pytest_roofline.gate.steps import HistorySettings
+from pytest_roofline.gate.trend import CurrentRun, label_trends, with_trends, without_trends
 from pytest_roofline.hardware.calibration import host_target
 from pytest_roofline.hardware.machine import machine_fingerprint
 from pytest_roofline.hardware.presets import nvml_gpu_name, resolve_target
@@ -671,7 +673,7 @@ class RooflineSession:
         settings = self.settings
         self.finished = time.time()
         baseline = BaselineFacts.of(self.baseline) if self.baseline is not None else None
-        return analyse_run(
+        document = analyse_run(
             self.results,
             self.records,
             baseline=baseline,
@@ -690,6 +692,37 @@ class RooflineSession:
                 blas=self.blas_warning,
             ),
         )
+        return self._with_trend(document)
+
+    def _with_trend(self, document: RunDocument) -> RunDocument:
+        """The document with the label's trend per test (gate.trend): the baseline label's, or
+        the saved label's when it already has runs. One series query for the whole run."""
+        settings = self.settings
+        label = settings.baseline_label or settings.save_label
+        if label is None or self.store is None or not self.results:
+            return document
+        try:
+            if not self.store.run_ids(label):  # a label's first run has no trend yet
+                return document
+            series = self.store.series(label, sorted(self.results))
+        except StoreError as exc:
+            self._warn(f"no trend of label {label!r} in the report: {exc}")
+            return document
+        current = CurrentRun(
+            commit=self.tags.get("git_commit"),
+            started=self.started,
+            tags=self.tags,
+            samples_s={n: r.measurement.samples_s for n, r in self.results.items()},
+            bounds={t.nodeid: t.roofline.bound if t.roofline else None for t in document.tests},
+        )
+        found = label_trends(
+            series,
+            current,
+            load=self.store.samples_of,
+            layers=settings.layers,
+            settings=HistorySettings(margin=settings.gate.min_effect.get("p50", 0.05)),
+        )
+        return document if found is None else with_trends(document, *found)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -746,7 +779,8 @@ class RooflineSession:
             summary={
                 "tests": len(document.tests),
                 "decision": document.decision,
-                "document": document.to_json(),
+                # Without the trends: the store's series holds those numbers (gate.trend).
+                "document": without_trends(document).to_json(),
             },
         )
         stored = [

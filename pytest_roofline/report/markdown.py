@@ -149,6 +149,48 @@ def _context(document: RunDocument) -> list[str]:
     return [line for item in lines for line in (item, "")]
 
 
+def _percent(ratio: float | None) -> str:
+    return "?" if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def _trend_lines(document: RunDocument, max_tests: int) -> list[str]:
+    """One line per test whose trend over the label's last runs has a step (none without)."""
+    runs = document.run.trend
+    if runs is None:
+        return []
+    lines = []
+    for test in document.tests:
+        steps = test.trend.steps if test.trend is not None else ()
+        if not steps:
+            continue
+        found = []
+        for step in steps:
+            index = step.index
+            run = runs.runs[index] if index is not None and 0 <= index < len(runs.runs) else None
+            where = (
+                "this run"
+                if run is not None and run.current
+                else f"run #{run.run_id}"
+                if run is not None and run.run_id is not None
+                else "?"
+            )
+            low, high = step.ci if step.ci is not None else (None, None)
+            found.append(
+                f"{step.quantile or '?'} {_percent(step.ratio)} [{_percent(low)}, "
+                f"{_percent(high)}] at {where}"
+                f"{'' if step.confirmed else ' (not confirmed)'}"
+            )
+        lines.append(f"- {escape(test.nodeid, line_start=True)}: {escape('; '.join(found))}")
+    if not lines:
+        return []
+    head = (
+        f"Steps over the last {len(runs.runs)} runs of {code(runs.label or '?')} "
+        "(this run last; the HTML report draws each test's trend):"
+    )
+    more = len(lines) - max_tests
+    return [head, *lines[:max_tests], *([f"…and {more} more."] if more > 0 else [])]
+
+
 def report_link(report_path: str, markdown_path: str | None) -> tuple[str, str]:
     """How the summary names the HTML report: a path that works where the summary is read.
 
@@ -226,6 +268,9 @@ def render_markdown(
     else:
         lines.append("No measured tests in this run.")
     lines.append("")
+    trend = _trend_lines(document, max_tests)
+    if trend:
+        lines += [*trend, ""]
     if report_path:
         link, note = report_link(report_path, markdown_path)
         lines.append(

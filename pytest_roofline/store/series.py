@@ -64,6 +64,7 @@ __all__ = [
     "has_table",
     "missing_runs",
     "problem_rows",
+    "quantile_rows",
     "query_series",
     "run_rows",
     "write_rows",
@@ -206,7 +207,7 @@ def _document_facts(
     return levels, tests
 
 
-def _quantile_rows(samples: Sequence[FloatArray]) -> list[list[float | None]]:
+def quantile_rows(samples: Sequence[FloatArray]) -> list[list[float | None]]:
     """Point, low, high of each of :data:`SERIES_QUANTILES` for each sample set.
 
     The point is the Harrell-Davis estimate. The interval is the pair of order statistics that
@@ -271,7 +272,7 @@ def run_rows(record: RunRecord, results: Iterable[StoredResult]) -> SeriesRows:
     samples = [np.asarray(result.samples_s, dtype=np.float64) for result in results]
     numbers = np.full((len(results), _WIDTH), np.nan)
     for k, (result, x, row) in enumerate(
-        zip(results, samples, _quantile_rows(samples), strict=True)
+        zip(results, samples, quantile_rows(samples), strict=True)
     ):
         efficiency, code = facts.get(result.nodeid, (math.nan, math.nan))
         numbers[k] = [x.size, *(math.nan if v is None else v for v in row), efficiency, code]

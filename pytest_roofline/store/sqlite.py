@@ -41,6 +41,13 @@ from pytest_roofline.store.checks import (
     parse_export,
     samples_from_blob,
 )
+from pytest_roofline.store.observations import (
+    RunObservation,
+    missing_observations,
+    observation_counts,
+    query_observations,
+    write_observation,
+)
 from pytest_roofline.store.records import Baseline, RunRecord, StoredResult, StoredRun
 from pytest_roofline.store.series import (
     SERIES_SCHEMA,
@@ -266,6 +273,7 @@ class Store:
             series_rows = problem_rows(
                 f"{self.path}: the run's series could not be computed: {exc}"
             )
+        counts = observation_counts(record.summary)
         try:
             with self._write() as db:
                 cursor = db.execute(
@@ -297,6 +305,7 @@ class Store:
                     ],
                 )
                 write_rows(db, run_id, series_rows)  # creates the table in an older store
+                write_observation(db, run_id, counts)  # likewise (store.observations)
         except sqlite3.Error as exc:
             raise _write_failure(self.path, exc) from exc
         except ValueError as exc:  # NaN or infinity in a payload (allow_nan=False)
@@ -430,6 +439,43 @@ class Store:
                 extra = computed
         try:
             return query_series(self._db, label, nodeids, extra=extra, where=str(self.path))
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot read the result store: {exc}") from exc
+
+    def observations(self, label: str) -> tuple[RunObservation, ...]:
+        """What each run of ``label`` recorded about its evidence, oldest first
+        (:mod:`~pytest_roofline.store.observations`: escape risk, replays, confirmations).
+
+        Runs saved without a row are backfilled from their documents first, in one
+        transaction; a store that cannot be written is read all the same (computed, not kept).
+
+        :raises StoreError: the store cannot be read.
+        """
+        try:
+            missing = missing_observations(self._db, label)
+            computed: dict[int, dict[str, Any]] = {}
+            for run_id in missing:
+                rows = self._read("SELECT summary FROM runs WHERE id = ?", (run_id,))
+                try:
+                    summary = decode_json_mapping(
+                        rows[0][0] if rows else None, where=f"{self.path}: run {run_id}: summary"
+                    )
+                except StoreError as exc:
+                    computed[run_id] = {"problem": str(exc)}
+                    continue
+                computed[run_id] = observation_counts(summary)
+            extra: dict[int, dict[str, Any]] = {}
+            if computed:
+                try:
+                    with self._write() as db:
+                        kept = all(
+                            [write_observation(db, i, counts) for i, counts in computed.items()]
+                        )
+                except (StoreWriteError, sqlite3.Error):
+                    kept = False
+                if not kept:  # a read-only store, or a table of another layout
+                    extra = computed
+            return query_observations(self._db, label, extra=extra)
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot read the result store: {exc}") from exc
 

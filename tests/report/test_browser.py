@@ -33,9 +33,31 @@ def browser() -> Iterator[Browser]:
         yield instance
 
 
+TREND_TESTS = 3
+
+
 @pytest.fixture(scope="module")
 def document() -> dict[str, Any]:
-    return make_document(40, seed=7)
+    """40 tests; the first three carry the label's trend over four runs (this one last)."""
+    made = make_document(40, seed=7)
+    made["run"]["trend"] = {
+        "label": "main",
+        "last": 30,
+        "runs": [
+            *({"run_id": k, "commit": f"c{k}", "current": False} for k in (1, 2, 3)),
+            {"run_id": None, "commit": "c4", "current": True},
+        ],
+    }
+    for test in made["tests"][:TREND_TESTS]:
+        test["trend"] = {
+            **{f"p{q}_s": [1e-3, 1.1e-3, 1.3e-3, 1.3e-3] for q in (50, 95, 99)},
+            **{f"p{q}_low_s": [0.9e-3, 1e-3, 1.2e-3, 1.2e-3] for q in (50, 95, 99)},
+            **{f"p{q}_high_s": [1.1e-3, 1.2e-3, 1.4e-3, 1.4e-3] for q in (50, 95, 99)},
+            "bound": ["memory"] * 4,
+            "steps": [{"index": 2, "run_id": 3, "quantile": "p50", "ratio": 1.2,
+                       "ci": [1.1, 1.3], "confirmed": True}],
+        }  # fmt: skip
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +165,19 @@ def test_the_page_reads_with_javascript_off(
             == "none"
         )
         assert _visible_rows(browser) == len(document["tests"])
+        # The trend strips are there, collapsed, and open natively (no script) to drawn panels.
+        assert (
+            browser.evaluate("document.querySelectorAll('#test-table details.trend').length")
+            == TREND_TESTS
+        )
+        assert browser.evaluate("document.querySelectorAll('details.trend[open]').length") == 0
+        width = browser.evaluate(
+            "(() => { const d = document.querySelector('#test-table details.trend');"
+            " d.querySelector('summary').click();"
+            " return d.open ? d.querySelector('svg.trend-panel').getBoundingClientRect().width"
+            " : -1; })()"
+        )
+        assert width > 100
     finally:
         browser.call("Emulation.setScriptExecutionDisabled", {"value": False})
     assert browser.errors == []

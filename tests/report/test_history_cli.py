@@ -172,3 +172,31 @@ def test_bad_settings_are_usage_errors(store_path: Path) -> None:
     assert _history(store_path, "--label=main", "--window=5") == EXIT_USAGE
     assert _history(store_path, "--label=main", "--margin=-1") == EXIT_USAGE
     assert _history(store_path, "--label=main", "--quantile=p42") == EXIT_USAGE
+
+
+def test_the_layer_order_of_roofline_yaml_in_the_working_directory_names_the_first_failing_layer(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The step changes both `dataset` (layer data, first by default) and `git_commit` (model).
+    (tmp_path / "roofline.yaml").write_text(
+        "layers:\n  model: [model, git_commit, git_dirty]\n  data: [dataset, 'slice*']\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "history.json"
+    assert _history(store_path, "--label=main", f"--json={out}", STEP) == EXIT_OK
+    (step,) = _read(out)["tests"][0]["change_points"]
+    assert step["first_failing_layer"] == "model"
+    assert step["layers_changed"] == ["model", "data"]
+
+
+def test_a_bad_roofline_yaml_in_the_working_directory_is_a_usage_error_naming_it(
+    store_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "roofline.yaml").write_text("layers: [dataset]\n")
+    monkeypatch.chdir(tmp_path)
+    assert _history(store_path, "--label=main", STEP) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "roofline.yaml" in err and "layers" in err and "Traceback" not in err

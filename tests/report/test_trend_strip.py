@@ -34,8 +34,13 @@ def test_a_strip_is_collapsed_and_needs_no_script() -> None:
     assert out.startswith('<details class="trend"><summary>')
     assert "<details open" not in out and "<script" not in out
     assert out.count("<svg") == 3
-    assert out.count("<circle") == 3 * 3  # run #3 has no value
-    assert "#4: p50 1.3 ms [1.2 ms, 1.4 ms]" in out
+    # One dot per run with a value (run #3 has none), two interval bars, all in one path each.
+    assert out.count("h0") == 3 * 3
+    assert out.count("<path") == 3 * 2
+    # The numbers are written beside each panel: the other runs' range and the last run.
+    assert (
+        out.count('<span class="trend-text">2 runs 1 ms to 1.1 ms; #4 1.3 ms [1.2 ms, 1.4 ms]') == 3
+    )
 
 
 def test_steps_and_bound_changes_are_marked_with_their_text() -> None:

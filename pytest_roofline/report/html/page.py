@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from pytest_roofline.model.document import DeclaredRecord, MethodRecord, RunDocument, TestRecord
 from pytest_roofline.report.charts.latency import SKETCH_FRAME
@@ -18,6 +19,7 @@ from pytest_roofline.report.format import (
 from pytest_roofline.report.html.banner import banner, paired_method
 from pytest_roofline.report.html.memo import memo
 from pytest_roofline.report.html.table import table_row
+from pytest_roofline.report.html.trend import strip_of_record, trend_strip_html
 from pytest_roofline.report.html.view import (
     Fact,
     Matrix,
@@ -161,6 +163,19 @@ def _method(method: MethodRecord) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
+def _trends(document: RunDocument) -> dict[int, str]:
+    """Each test's trend strip over the label's last runs (``run.trend``), by test index."""
+    runs = document.run.trend
+    if runs is None or not runs.runs:
+        return {}
+    heading = f"trend over the last runs of {runs.label or '?'}"
+    return {
+        i: trend_strip_html(strip_of_record(test.nodeid, runs, test.trend), heading=heading)
+        for i, test in enumerate(document.tests)
+        if test.trend is not None
+    }
+
+
 def build_view(document: RunDocument) -> ReportView:
     """Build the presentation model of ``document`` (exposed for tests; no I/O)."""
     tests = document.tests
@@ -172,12 +187,19 @@ def build_view(document: RunDocument) -> ReportView:
     }
     top = banner(document)
     run = document.run
+    trends = _trends(document)
     return ReportView(
         title=f"{top.decision.upper()} · {top.label} vs {top.baseline} · pytest-roofline",
         banner=top,
         chart=_chart(document, memo_ids),
-        rows=tuple(table_row(i, tests[i], memo_ids.get(i)) for i in order),
-        memos=tuple(memo(i, tests[i], top.tag_changes) for i in memo_ids),
+        rows=tuple(
+            replace(table_row(i, tests[i], memo_ids.get(i)), trend_html=trends.get(i, ""))
+            for i in order
+        ),
+        memos=tuple(
+            replace(memo(i, tests[i], top.tag_changes), trend_html=trends.get(i, ""))
+            for i in memo_ids
+        ),
         matrix=_matrix(document),
         gate=top.gate,
         method=_method(document.method),

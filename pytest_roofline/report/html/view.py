@@ -143,6 +143,8 @@ class Row:
     strip: RatioStrip | None = None
     #: The test's small latency ECDF, collapsed in its row.
     dist: Sketch | None = None
+    #: The label's trend strip (``report.html.trend``: escaped HTML, collapsed), or "".
+    trend_html: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,8 @@ class Memo:
     ecdf: LineChart | None
     timeline: LineChart | None
     strip: RatioStrip | None = None
+    #: The label's trend strip, as in the test's row.
+    trend_html: str = ""
 
 
 @dataclass(frozen=True, slots=True)
