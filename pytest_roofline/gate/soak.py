@@ -124,6 +124,7 @@ class SoakAssessment:
     onset: ThrottleOnset | None
     finding: SoakFinding | None
     notes: tuple[str, ...]
+    margin: float
 
     @property
     def summary(self) -> str:
@@ -136,7 +137,10 @@ class SoakAssessment:
             return f"{head}: {what} at window {f.window} (+{f.offset_s:.1f} s), p50 x{f.ratio:.2f}"
         if self.scan.reason:
             return f"{head}: not analysed ({self.scan.reason})"
-        return f"{head}: stable (no window slower than the first {self.scan.reference} beyond the margin)"
+        return (
+            f"{head}: stable (p50 within +{self.margin:.0%} of the first "
+            f"{self.scan.reference} windows)"
+        )
 
 
 def host_text(window: SoakWindow) -> str:
@@ -262,4 +266,6 @@ def assess_soak(soak: SoakMeasurement, *, margin: float, alpha: float = 0.05) ->
             ),
             canary_slow=_canary_slow(window, dict(soak.canary_floors)),
         )
-    return SoakAssessment(soak=soak, scan=scan, onset=onset, finding=finding, notes=tuple(notes))
+    return SoakAssessment(
+        soak=soak, scan=scan, onset=onset, finding=finding, notes=tuple(notes), margin=margin
+    )
