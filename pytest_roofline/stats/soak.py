@@ -35,7 +35,9 @@ least-squares split point (:func:`_onset`): for a step at window ``k`` the block
 
 :func:`shift_after` answers the narrower question asked when the host evidence names a window
 (a GPU throttle reason turning on, the CPU clock dropping): is everything from that window on
-slower than the reference? One pre-specified comparison, so no multiplicity correction.
+slower than the reference? One pre-specified comparison, so no multiplicity correction; its onset is the split point in
+the block from that window on (a throttle reason read at a window's end may turn on one window
+before the latency shows it).
 
 References
 ----------
@@ -90,7 +92,8 @@ Method = Literal["scan", "after"]
 class WindowShift:
     """A stretch of windows slower than the reference.
 
-    :ivar onset: the first slow window's index (0 is the soak's first window).
+    :ivar onset: the first slow window's index (0 is the soak's first window): the split point
+        of the failing block, or, after a named window, of the block that starts there.
     :ivar start: the first window of the stretch compared (the failing block's first window,
         or the window :func:`shift_after` was asked about).
     :ivar windows: how many windows the stretch compared has.
@@ -191,7 +194,8 @@ def _shift(
     z = d / se
     if not (z > z_crit and d >= math.log1p(margin)):
         return None
-    onset = _onset(y, start, stop - start) if method == "scan" else start
+    # Where in the stretch the level steps up; after a named window, within a block of it.
+    onset = _onset(y, start, stop - start if method == "scan" else min(DEFAULT_BLOCK, stop - start))
     p = float(stats.norm.sf(z))
     return WindowShift(
         onset=onset,
