@@ -387,6 +387,7 @@ def soak_record(assessment: SoakAssessment) -> SoakRecord:
         status=dict(soak.status),
         notes=(*soak.notes, *assessment.notes),
         probe_share=soak.probe_s / soak.elapsed_s if soak.elapsed_s > 0 else None,
+        canary_share=soak.canary_s / soak.elapsed_s if soak.elapsed_s > 0 else None,
         canary_floors=dict(soak.canary_floors),
         summary=assessment.summary,
         finding=SoakFindingRecord(

@@ -422,7 +422,8 @@ class SoakRecord(Record):
     run's ``gate.min_effect`` for p50), ``sigma_log`` the window-to-window noise (log
     scale); ``status`` a status per host figure (``cpu_mhz``, ``cpu_share``, ``steal``,
     ``canary``, ``gpu``: ``ok``, ``unsupported``, ``denied``, ``invalid``) with ``notes``;
-    ``probe_share`` the host probes' time ÷ the soak's (their overhead), ``canary_floors`` the
+    ``probe_share`` the host probes' time ÷ the soak's (their overhead; ``canary_share`` the
+    canary readings' part of it), ``canary_floors`` the
     ratio beyond which a canary reading is slow; ``summary`` one line; ``finding`` the first
     failing window, ``None`` when the soak was stable.
     """
@@ -437,6 +438,7 @@ class SoakRecord(Record):
     status: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     probe_share: float | None = None
+    canary_share: float | None = None
     canary_floors: Mapping[str, float] = field(default_factory=dict)
     summary: str | None = None
     finding: SoakFindingRecord | None = None

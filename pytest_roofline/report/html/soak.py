@@ -187,7 +187,7 @@ def soak_view(test: TestRecord) -> SoakView | None:
     failing = finding.window if finding is not None else None
     reference = soak.reference or 0
     status = ", ".join(f"{k} {v}" for k, v in sorted(soak.status.items()))
-    probes = soak.probe_share
+    probes, canary = soak.probe_share, soak.canary_share
     return SoakView(
         nodeid=test.nodeid,
         id_parts=id_parts(test.nodeid),
@@ -200,6 +200,9 @@ def soak_view(test: TestRecord) -> SoakView | None:
         status=status,
         notes=soak.notes,
         overhead=(
-            f"host probes took {format_percent(probes)} of the soak" if probes is not None else ""
+            f"host probes took {format_percent(probes)} of the soak"
+            + (f" (the canary {format_percent(canary)})" if canary is not None else "")
+            if probes is not None
+            else ""
         ),
     )
