@@ -7,8 +7,8 @@ one :class:`SoakAssessment`. It decides nothing; the policy escalates a test who
 has a :attr:`~SoakAssessment.finding`.
 
 Latency drift: the scan's first failing block (:func:`~pytest_roofline.stats.soak.scan_windows`),
-*sustained*: every window from its onset to the end of the soak, together, is still slower
-than the reference beyond the margin (:func:`~pytest_roofline.stats.soak.shift_after`). A
+*sustained*: every window from its onset to the end of the soak (at least a block of them),
+together, is still slower than the reference beyond the margin (:func:`~pytest_roofline.stats.soak.shift_after`). A
 stretch that recovers before the end is noted as a transient and not escalated: host speed
 wanders for seconds at a time on a shared machine (``docs/noise.md``), and in simulation the
 sustain condition cuts false alarms on slowly wandering (AR(1)) noise from 19-46% to 5-30%
@@ -242,13 +242,20 @@ def assess_soak(soak: SoakMeasurement, *, margin: float, alpha: float = 0.05) ->
         kind = "throttling"
     if shift is None and scan.shift is not None:
         found = scan.shift
-        # Sustained: everything from the onset on is still slower. A stretch that recovers
-        # before the end is a transient (host speed wanders for seconds here), noted only.
-        if shift_after(p50, found.onset, margin=margin, alpha=alpha / 2) is None:
+        # Sustained: everything from the onset on, at least a block of windows, is still
+        # slower. A stretch that recovers before the end is a transient (host speed wanders for
+        # seconds here), noted only; so is one that begins in the last block (too short to say).
+        lasting = len(soak.windows) - found.onset >= scan.block
+        if not lasting or shift_after(p50, found.onset, margin=margin, alpha=alpha / 2) is None:
             notes.append(
                 f"soak: windows from {found.onset} (+{soak.windows[found.onset].offset_s:.1f} s) "
-                f"ran x{found.ratio:.2f} the first windows' median, then recovered before the "
-                "end: a transient, not escalated"
+                f"ran x{found.ratio:.2f} the first windows' median, "
+                + (
+                    "then recovered before the end"
+                    if lasting
+                    else f"but fewer than {scan.block} windows remained to show it lasts"
+                )
+                + ": a transient, not escalated"
             )
         else:
             shift = found

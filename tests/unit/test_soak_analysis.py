@@ -232,6 +232,14 @@ def test_a_slowdown_that_recovers_before_the_end_is_a_transient_note() -> None:
     assert any("transient, not escalated" in note for note in assessment.notes)
 
 
+def test_a_rise_in_the_last_two_windows_is_too_short_to_escalate() -> None:
+    p50 = np.full(30, 1e-3) * np.random.default_rng(14).lognormal(0.0, 0.005, 30)
+    p50[28:] *= 1.5
+    assessment = assess_soak(_soak(p50), margin=MARGIN)
+    assert assessment.finding is None
+    assert any("fewer than 3 windows remained" in note for note in assessment.notes)
+
+
 def test_a_step_that_lasts_to_the_end_is_sustained_and_found() -> None:
     rng = np.random.default_rng(13)
     p50 = _series(rng, sd=0.01)
