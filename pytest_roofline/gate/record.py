@@ -390,6 +390,8 @@ def soak_record(assessment: SoakAssessment) -> SoakRecord:
         canary_share=soak.canary_s / soak.elapsed_s if soak.elapsed_s > 0 else None,
         canary_floors=dict(soak.canary_floors),
         summary=assessment.summary,
+        transient_window=assessment.transient.onset if assessment.transient else None,
+        transient_ratio=assessment.transient.ratio if assessment.transient else None,
         finding=SoakFindingRecord(
             kind=finding.kind,
             window=finding.window,

@@ -134,6 +134,8 @@ class SoakAssessment:
     finding: SoakFinding | None
     notes: tuple[str, ...]
     margin: float
+    # A stretch slower beyond the margin that did not last (noted, not escalated).
+    transient: WindowShift | None = None
 
     @property
     def summary(self) -> str:
@@ -146,6 +148,11 @@ class SoakAssessment:
             return f"{head}: {what} at window {f.window} (+{f.offset_s:.1f} s), p50 x{f.ratio:.2f}"
         if self.scan.reason:
             return f"{head}: not analysed ({self.scan.reason})"
+        if self.transient is not None:
+            return (
+                f"{head}: no sustained rise (a transient x{self.transient.ratio:.2f} from "
+                f"window {self.transient.onset} did not last)"
+            )
         return (
             f"{head}: stable (p50 within +{self.margin:.0%} of the first "
             f"{self.scan.reference} windows)"
@@ -236,6 +243,7 @@ def assess_soak(soak: SoakMeasurement, *, margin: float, alpha: float = 0.05) ->
     onset = throttle_onset(soak.windows, scan.reference)
     notes: list[str] = []
     shift: WindowShift | None = None
+    transient: WindowShift | None = None
     kind: Kind = "drift"
     if onset is not None:
         shift = shift_after(p50, onset.window, margin=margin, alpha=alpha / 2)
@@ -247,6 +255,7 @@ def assess_soak(soak: SoakMeasurement, *, margin: float, alpha: float = 0.05) ->
         # seconds here), noted only; so is one that begins in the last block (too short to say).
         lasting = len(soak.windows) - found.onset >= scan.block
         if not lasting or shift_after(p50, found.onset, margin=margin, alpha=alpha / 2) is None:
+            transient = found
             notes.append(
                 f"soak: windows from {found.onset} (+{soak.windows[found.onset].offset_s:.1f} s) "
                 f"ran x{found.ratio:.2f} the first windows' median, "
@@ -294,5 +303,11 @@ def assess_soak(soak: SoakMeasurement, *, margin: float, alpha: float = 0.05) ->
             canary_slow=_canary_slow(window, dict(soak.canary_floors)),
         )
     return SoakAssessment(
-        soak=soak, scan=scan, onset=onset, finding=finding, notes=tuple(notes), margin=margin
+        soak=soak,
+        scan=scan,
+        onset=onset,
+        finding=finding,
+        notes=tuple(notes),
+        margin=margin,
+        transient=transient,
     )

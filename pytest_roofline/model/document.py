@@ -425,7 +425,8 @@ class SoakRecord(Record):
     ``probe_share`` the host probes' time ÷ the soak's (their overhead; ``canary_share`` the
     canary readings' part of it), ``canary_floors`` the
     ratio beyond which a canary reading is slow; ``summary`` one line; ``finding`` the first
-    failing window, ``None`` when the soak was stable.
+    failing window, ``None`` when the soak was stable; ``transient_window`` and
+    ``transient_ratio`` a slower stretch that did not last (noted, not escalated).
     """
 
     duration_s: float | None = None
@@ -442,6 +443,8 @@ class SoakRecord(Record):
     canary_floors: Mapping[str, float] = field(default_factory=dict)
     summary: str | None = None
     finding: SoakFindingRecord | None = None
+    transient_window: int | None = None
+    transient_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

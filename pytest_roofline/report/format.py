@@ -238,5 +238,10 @@ def soak_line(test: TestRecord) -> str | None:
     reference = soak.reference or 3
     if len(soak.windows) < reference + 3:
         return f"{head}: not analysed (too few windows)"
+    if soak.transient_window is not None:
+        return (
+            f"{head}: no sustained rise (a transient {format_ratio(soak.transient_ratio)} from "
+            f"window {soak.transient_window} did not last)"
+        )
     within = f"within +{format_percent(soak.margin)} " if soak.margin is not None else ""
     return f"{head}: stable (p50 {within}of the first {reference} windows)"

@@ -230,6 +230,8 @@ def test_a_slowdown_that_recovers_before_the_end_is_a_transient_note() -> None:
     assessment = assess_soak(_soak(p50), margin=MARGIN)
     assert assessment.finding is None
     assert any("transient, not escalated" in note for note in assessment.notes)
+    assert assessment.transient is not None and assessment.transient.onset == 10
+    assert "no sustained rise (a transient x1.39 from window 10 did not last)" in assessment.summary
 
 
 def test_a_rise_in_the_last_two_windows_is_too_short_to_escalate() -> None:
