@@ -18,7 +18,18 @@ from pytest_roofline.errors import ConfigError
 from pytest_roofline.roofline import normalize_precision
 from pytest_roofline.units import parse_duration
 
-__all__ = ["MARKER_HELP", "MarkerSettings", "bind_marker", "roofline"]
+__all__ = ["MARKER_HELP", "MarkerSettings", "bind_marker", "parse_soak", "roofline"]
+
+_OFF = ("0", "off", "none", "no", "false")
+
+
+def parse_soak(value: object, *, where: str) -> float:
+    """A soak length in seconds: a duration (``"60s"``, ``"2min"``, 60), or 0 / ``"off"`` for none."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    if isinstance(value, str) and value.strip().lower() in _OFF:
+        return 0.0
+    return parse_duration(value, where=where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +42,8 @@ class MarkerSettings:
     sla: SlaSpec = field(default_factory=SlaSpec)
     precision: str | None = None
     budget_s: float | None = None
+    # 0.0 turns a session-wide soak off for this test.
+    soak_s: float | None = None
 
 
 def roofline(
@@ -41,6 +54,7 @@ def roofline(
     sla: Mapping[str, object] | None = None,
     precision: str | None = None,
     budget: float | str | None = None,
+    soak: float | str | None = None,
 ) -> MarkerSettings:
     """Mark a performance test.
 
@@ -52,6 +66,8 @@ def roofline(
         (fraction of the attainable roof), ``bound`` (``"compute"`` or ``"memory"``).
     :param precision: default precision of declared work (e.g. ``"fp32"``, ``"bf16"``).
     :param budget: measurement time budget for this test (``"2s"`` or seconds).
+    :param soak: after measuring, run the test's callable for this long more and record its
+        latency timeline with the host's evidence (``"60s"``; ``0`` or ``"off"``: no soak).
     """
     where = "@pytest.mark.roofline"
     parsed_slices: str | tuple[WorkloadSlice, ...] | None
@@ -72,6 +88,7 @@ def roofline(
         budget_s=parse_duration(budget, where=f"{where}(budget=...)")
         if budget is not None
         else None,
+        soak_s=parse_soak(soak, where=f"{where}(soak=...)") if soak is not None else None,
     )
 
 
@@ -92,6 +109,7 @@ def bind_marker(
 
 
 MARKER_HELP = (
-    "roofline(slices=None, owner=None, rollback=None, sla=None, precision=None, budget=None): "
+    "roofline(slices=None, owner=None, rollback=None, sla=None, precision=None, budget=None, "
+    "soak=None): "
     "a performance test measured and gated by pytest-roofline; see the README for every argument."
 )

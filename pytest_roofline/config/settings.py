@@ -20,7 +20,7 @@ from typing import cast
 from pytest_roofline.config.bounded_yaml import load_bounded
 from pytest_roofline.config.defaults import CONFIRM_CHOICES, DEFAULTS, Confirm, GateOn
 from pytest_roofline.config.labels import check_label, check_nonempty
-from pytest_roofline.config.markers import MarkerSettings
+from pytest_roofline.config.markers import MarkerSettings, parse_soak
 from pytest_roofline.config.outputs import check_outputs, protected_paths
 from pytest_roofline.config.ownership import OwnerRule, match_owner, parse_owner_rules
 from pytest_roofline.config.sla import SlaSpec, parse_sla
@@ -129,6 +129,8 @@ class RooflineConfig:
     counters: bool
     canary: bool = True
     blas_threads: int | None = None
+    # Seconds each measured test is soaked after its measurement (0: no soak).
+    soak_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +146,7 @@ class TestSettings:
     precision: str | None
     budget_s: float
     slices: tuple[WorkloadSlice, ...] | None
+    soak_s: float = 0.0
 
 
 def load_yaml(path: Path) -> dict[str, object]:
@@ -364,6 +367,7 @@ _CLI_VALUE_KEYS: Mapping[str, str] = {
     "config": "path", "target": "target name", "store": "path", "save": "label",
     "baseline": "label", "json": "path", "report": "path", "markdown": "path",
     "budget": "duration", "blas_threads": "number of threads", "confirm": "auto or never",
+    "soak": "duration",
 }  # fmt: skip
 
 
@@ -557,6 +561,14 @@ def build_config(
         )
         if value is not None and value != ""
     ]
+    soak = [
+        parse_soak(value, where=origin)
+        for origin, value in (
+            ("--roofline-soak", cli.get("soak")),
+            ("ini roofline_soak", ini.get("soak")),
+        )
+        if value is not None and value != ""
+    ]
     gate = _parse_gate(data.get("gate"), where=f"{src}: gate")
     confirm = [
         value
@@ -619,6 +631,7 @@ def build_config(
         counters=counters[0] if counters else True,
         canary=canary[0] if canary else True,
         blas_threads=blas_threads[0] if blas_threads else None,
+        soak_s=soak[0] if soak else 0.0,
     )
 
 
@@ -666,4 +679,5 @@ def resolve_test(
         precision=marker.precision,
         budget_s=marker.budget_s if marker.budget_s is not None else config.budget_s,
         slices=slices,
+        soak_s=marker.soak_s if marker.soak_s is not None else config.soak_s,
     )

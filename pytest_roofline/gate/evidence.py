@@ -16,7 +16,7 @@ group-sequential boundary (:mod:`pytest_roofline.gate.looks`). BH-adjusted p-val
 reported at run level.
 
 Why one long module: it gathers every piece of evidence about one test (comparisons, margins,
-sequential looks, replay, SLA, roofline placement, host, confirmation) into one TestEvidence;
+sequential looks, replay, SLA, roofline placement, host, confirmation, soak) into one TestEvidence;
 each part is a small function over the same per-test context, which splitting would pass between
 modules.
 """
@@ -36,6 +36,7 @@ from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.gate.history import HistoryDrift, label_drift, level_segments
 from pytest_roofline.gate.looks import decided_at_look, final_boundary, session_plan
+from pytest_roofline.gate.soak import SoakAssessment, assess_soak
 from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.hostwatch import HostState
@@ -264,6 +265,8 @@ class TestEvidence:
     fail_thresholds: Mapping[str, float] = field(default_factory=dict)
     # The baseline and this run are the same clean git commit (``EvidenceContext.same_code``).
     same_code: bool = False
+    # The soak's timeline, first failing window and throttling onset (``--roofline-soak``).
+    soak: SoakAssessment | None = None
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -649,4 +652,11 @@ def evaluate(
         else None,
         fail_thresholds=context.fail_thresholds if entry is not None else {},
         same_code=context.same_code and entry is not None,
+        # Within one run, so the user's smallest p50 effect is the margin: the label's
+        # run-to-run noise floor is not noise between a soak's windows.
+        soak=assess_soak(
+            measurement.soak, margin=context.min_effect.get("p50", 0.0), alpha=context.alpha
+        )
+        if measurement.soak is not None
+        else None,
     )

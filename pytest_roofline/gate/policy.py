@@ -15,7 +15,8 @@ Pure (no pytest, no I/O). Per test (docs/gate.md):
   a disturbed host, one that did not reproduce or that paired rounds could not settle, drift
   within the run, several changed layers, a baseline from other hardware, a precision change
   without quality evidence, an SLA that is possibly breached or cannot be assessed, missing
-  counters on a test whose SLA needs them, an ambiguous bound-class change.
+  counters on a test whose SLA needs them, an ambiguous bound-class change, latency drift or
+  throttling onset during a soak (``--roofline-soak``: the first failing window is named).
 * **ship** — p50 and every tail quantile with enough samples SAME (or improved), SLAs hold,
   nothing else points at a regression. UNKNOWN never ships; a tail quantile without enough
   samples is not assessed and counts as escape risk.
@@ -482,6 +483,17 @@ def decide_test(e: TestEvidence) -> TestDecision:
             escalate.append(f"{text}: the quantiles are not stable")
         else:
             notes.append(f"{text}; no baseline to compare, so it gates nothing")
+    if e.soak is not None:
+        # A soak's drift or throttling onset escalates, never rolls back: it is measured within
+        # one run against its own first windows, where host speed moves too (docs/noise.md), and
+        # a rollback needs an established regression against the baseline (docs/gate.md).
+        if e.soak.finding is not None:
+            escalate.append(e.soak.finding.reason)
+            if e.soak.finding.canary_slow:
+                missing.append("a soak on a quiet host")
+        else:
+            notes.append(e.soak.summary)
+        notes.extend(e.soak.notes)
     if e.needs_counters and (
         e.counter_completeness is None or e.counter_completeness < MIN_COUNTER_COMPLETENESS
     ):

@@ -16,9 +16,11 @@ import numpy as np
 from pytest_roofline.errors import ConfigError
 from pytest_roofline.gate.evidence import TestEvidence
 from pytest_roofline.gate.policy import TestDecision
+from pytest_roofline.gate.soak import SoakAssessment
 from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.canary import CanaryLevel, CanarySummary
+from pytest_roofline.measure.counters.nvml import decode_throttle_reasons
 from pytest_roofline.measure.hostwatch import HostRecord
 from pytest_roofline.model.document import (
     BaselineSummary,
@@ -39,6 +41,9 @@ from pytest_roofline.model.document import (
     Series,
     SlaCheckRecord,
     SlaRecord,
+    SoakFindingRecord,
+    SoakRecord,
+    SoakWindowRecord,
     TestRecord,
 )
 from pytest_roofline.model.results import TestResult
@@ -54,6 +59,7 @@ __all__ = [
     "platform_kind",
     "platform_targets",
     "relevant_presets",
+    "soak_record",
     "test_record",
     "with_platforms",
 ]
@@ -320,6 +326,7 @@ def test_record(
         platforms=platform_cells(measurement.declared, presets),
         host=_host(measurement.host, e),
         confirmation=_confirmation(e),
+        soak=soak_record(e.soak) if e.soak is not None else None,
     )
 
 
@@ -342,6 +349,65 @@ def _host(watched: HostRecord | None, e: TestEvidence) -> HostRecordDoc | None:
         steal_share=counters.steal_share if counters else None,
         other_cpu_share=counters.other_cpu_share if counters else None,
         load_1m=counters.load_1m if counters else None,
+    )
+
+
+def soak_record(assessment: SoakAssessment) -> SoakRecord:
+    """A soak's timeline, statuses and first failing window as the document records them."""
+    soak, scan, finding = assessment.soak, assessment.scan, assessment.finding
+    windows = []
+    for window, ratio in zip(soak.windows, scan.ratios, strict=True):
+        host, gpu = window.host, window.host.gpu
+        reasons = int(gpu.get("throttle_reasons", 0))
+        windows.append(
+            SoakWindowRecord(
+                offset_s=window.offset_s,
+                duration_s=window.duration_s,
+                p50_s=window.p50_s,
+                n=window.n,
+                ratio=ratio,
+                cpu_mhz=host.cpu_mhz,
+                cpu_share=host.cpu_share,
+                steal=host.steal,
+                canary=dict(host.canary),
+                gpu_temperature_c=gpu.get("temperature_c"),
+                gpu_sm_clock_mhz=gpu.get("sm_clock_mhz"),
+                gpu_power_w=gpu.get("power_w"),
+                gpu_throttle=decode_throttle_reasons(reasons) if reasons else (),
+            )
+        )
+    return SoakRecord(
+        duration_s=soak.duration_s,
+        window_s=soak.window_s,
+        elapsed_s=soak.elapsed_s,
+        reference=scan.reference,
+        margin=assessment.margin,
+        sigma_log=scan.sigma_log,
+        windows=tuple(windows),
+        status=dict(soak.status),
+        notes=(*soak.notes, *assessment.notes),
+        probe_share=soak.probe_s / soak.elapsed_s if soak.elapsed_s > 0 else None,
+        canary_share=soak.canary_s / soak.elapsed_s if soak.elapsed_s > 0 else None,
+        canary_floors=dict(soak.canary_floors),
+        summary=assessment.summary,
+        transient_window=assessment.transient.onset if assessment.transient else None,
+        transient_ratio=assessment.transient.ratio if assessment.transient else None,
+        finding=SoakFindingRecord(
+            kind=finding.kind,
+            window=finding.window,
+            offset_s=finding.offset_s,
+            ratio=finding.ratio,
+            ci_low=finding.ci_low,
+            ci_high=finding.ci_high,
+            p_value=finding.p_value,
+            reference=finding.reference,
+            margin=finding.margin,
+            throttle=finding.throttle,
+            canary_slow=finding.canary_slow,
+            reason=finding.reason,
+        )
+        if finding is not None
+        else None,
     )
 
 

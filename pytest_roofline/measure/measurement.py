@@ -14,6 +14,7 @@ from pytest_roofline.errors import ConfigError
 from pytest_roofline.measure.counters import CounterReading
 from pytest_roofline.measure.hostwatch import HostRecord
 from pytest_roofline.measure.sampling import SampleSet
+from pytest_roofline.measure.soak import SoakMeasurement
 from pytest_roofline.roofline import DeclaredWork
 
 __all__ = [
@@ -88,7 +89,8 @@ class QualityRecord:
 class Measurement:
     """Samples, declared work, quality records, counters and the host watch's record of one test.
 
-    Schema version 1; ``host`` was added in 0.2.0 (absent in older stored results: ``None``).
+    Schema version 1; ``host`` was added in 0.2.0 (absent in older stored results: ``None``),
+    and ``soak`` (the soak's windows, ``--roofline-soak``) after it (absent: no soak).
     """
 
     samples: SampleSet
@@ -96,6 +98,7 @@ class Measurement:
     quality: tuple[QualityRecord, ...]
     counters: CounterReading | None
     host: HostRecord | None = None
+    soak: SoakMeasurement | None = None
     schema_version: int = MEASUREMENT_SCHEMA_VERSION
 
     @property
@@ -119,6 +122,8 @@ class Measurement:
             "counters": self.counters.to_dict() if self.counters else None,
             "host": self.host.to_dict() if self.host else None,
         }
+        if self.soak is not None:
+            data["soak"] = self.soak.to_dict()
         if include_samples:
             data["samples_f64_b64"] = encode_samples(sample_set.samples_s)
         return data
@@ -144,6 +149,7 @@ class Measurement:
         declared = data.get("declared")
         counters = data.get("counters")
         host = data.get("host")
+        soak = data.get("soak")
         return cls(
             samples=SampleSet(
                 samples_s=samples_s,
@@ -159,4 +165,5 @@ class Measurement:
             quality=quality,
             counters=CounterReading.from_dict(counters) if counters else None,
             host=HostRecord.from_dict(host) if host else None,
+            soak=SoakMeasurement.from_dict(soak) if isinstance(soak, Mapping) else None,
         )

@@ -34,6 +34,12 @@ Readers ignore keys they do not know.
   of those runs, aligned with ``run.trend.runs``, and the steps found in its p50), both only
   when the run was compared with, or saved under, a label with earlier runs. The copy of the
   document kept in the store leaves them out (the store's series holds the same numbers).
+* A soak (``--roofline-soak``, marker ``soak=``) adds ``tests[].soak`` (only to soaked tests):
+  the window grid, each window's median latency and host evidence (CPU clock, CPU share,
+  steal, canary ratios, NVML temperature, SM clock, power and throttle reasons), the host
+  figures' statuses, the probes' share of the soak, and the first failing window (``finding``).
+  ``schema_version`` stays 1: a reader without the key misreads nothing (a soak's escalation is
+  in ``decision`` and ``reasons`` as every other one).
 
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
@@ -90,6 +96,9 @@ __all__ = [
     "SlaCheckRecord",
     "SlaRecord",
     "SliceCoverage",
+    "SoakFindingRecord",
+    "SoakRecord",
+    "SoakWindowRecord",
     "TagChange",
     "TargetRecord",
     "TestRecord",
@@ -367,6 +376,89 @@ class ConfirmationRecord(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class SoakWindowRecord(Record):
+    """One window of a soak (``tests[].soak.windows[]``): latency and the host beside it.
+
+    ``ratio`` is the window's median ÷ the reference windows' level. Host figures are ``None``
+    where not read (see ``tests[].soak.status``); ``canary`` maps each canary kind to its
+    reading ÷ the session level (empty: no reading in this window); ``gpu_throttle`` names the
+    NVML clock-event reasons on during the window.
+    """
+
+    offset_s: float | None = None
+    duration_s: float | None = None
+    p50_s: float | None = None
+    n: int = 0
+    ratio: float | None = None
+    cpu_mhz: float | None = None
+    cpu_share: float | None = None
+    steal: float | None = None
+    canary: Mapping[str, float] = field(default_factory=dict)
+    gpu_temperature_c: float | None = None
+    gpu_sm_clock_mhz: float | None = None
+    gpu_power_w: float | None = None
+    gpu_throttle: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SoakFindingRecord(Record):
+    """A soak's first failing window (``tests[].soak.finding``).
+
+    ``kind``: ``drift`` or ``throttling`` (a throttle onset aligned with the rise, described in
+    ``throttle``); ``window`` its index, ``offset_s`` its start in the soak; ``ratio`` with
+    ``ci_low`` .. ``ci_high`` the median latency from there ÷ the reference's; ``reason`` the
+    escalation reason as the test's reasons carry it.
+    """
+
+    kind: str | None = None
+    window: int | None = None
+    offset_s: float | None = None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    reference: int | None = None
+    margin: float | None = None
+    throttle: str | None = None
+    canary_slow: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SoakRecord(Record):
+    """A soaked test's latency timeline (``tests[].soak``).
+
+    ``duration_s`` the soak asked for, ``window_s`` its window grid, ``reference`` the first
+    windows every later one is compared with, ``margin`` the smallest rise that counts (the
+    run's ``gate.min_effect`` for p50), ``sigma_log`` the window-to-window noise (log
+    scale); ``status`` a status per host figure (``cpu_mhz``, ``cpu_share``, ``steal``,
+    ``canary``, ``gpu``: ``ok``, ``unsupported``, ``denied``, ``invalid``) with ``notes``;
+    ``probe_share`` the host probes' time ÷ the soak's (their overhead; ``canary_share`` the
+    canary readings' part of it), ``canary_floors`` the
+    ratio beyond which a canary reading is slow; ``summary`` one line; ``finding`` the first
+    failing window, ``None`` when the soak was stable; ``transient_window`` and
+    ``transient_ratio`` a slower stretch that did not last (noted, not escalated).
+    """
+
+    duration_s: float | None = None
+    window_s: float | None = None
+    elapsed_s: float | None = None
+    reference: int | None = None
+    margin: float | None = None
+    sigma_log: float | None = None
+    windows: tuple[SoakWindowRecord, ...] = ()
+    status: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    probe_share: float | None = None
+    canary_share: float | None = None
+    canary_floors: Mapping[str, float] = field(default_factory=dict)
+    summary: str | None = None
+    finding: SoakFindingRecord | None = None
+    transient_window: int | None = None
+    transient_ratio: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlatformCell(Record):
     """Declared work projected onto one preset: time at the roof and the class there."""
 
@@ -489,8 +581,10 @@ class TestRecord(Record):
     benchmark: BenchmarkInfo | None = None
     # The label's last runs (issue 14; ``run.trend`` names them).
     trend: TestTrendRecord | None = None
+    # Set for a soaked test (``--roofline-soak``, marker ``soak=``).
+    soak: SoakRecord | None = None
 
-    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark", "trend")
+    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark", "trend", "soak")
 
     def _derived(self) -> Mapping[str, Any]:
         return {

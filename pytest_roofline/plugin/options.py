@@ -48,6 +48,14 @@ _VALUE_OPTIONS: tuple[tuple[str, str, Literal["string"], str], ...] = (
         "Measurement time budget per test, e.g. 0.5 or '2s' (default 0.5 s).",
     ),
     (
+        "soak",
+        "SECONDS",
+        "string",
+        "After measuring, run each roofline test for SECONDS more and record its latency "
+        "timeline with host evidence; drift or throttling escalates (default: off; the marker's "
+        "soak= wins).",
+    ),
+    (
         "blas_threads",
         "N",
         "string",
@@ -59,7 +67,7 @@ _TRUE = ("1", "true", "yes", "on")
 # Options that only act when the run measures (--roofline): given without it, they do nothing.
 _INERT_WITHOUT_ROOFLINE = (
     "save", "baseline", "json", "report", "markdown", "store", "budget", "gate", "tags",
-    "confirm",
+    "confirm", "soak",
 )  # fmt: skip
 
 

@@ -18,10 +18,11 @@ from pytest_roofline.measure.counters import CounterReading, CounterSession
 from pytest_roofline.measure.hostwatch import HostRecord, HostWatch
 from pytest_roofline.measure.measurement import Measurement, QualityRecord
 from pytest_roofline.measure.sampling import Sampler, SampleSet
+from pytest_roofline.measure.soak import SoakMeasurement
 from pytest_roofline.model.results import QuantileSummary, summarize
 from pytest_roofline.roofline import DeclaredWork, RooflinePoint, declared_work
 
-__all__ = ["ProbeMeasurement", "RooflineProbe"]
+__all__ = ["ProbeMeasurement", "RooflineProbe", "SoakRunner"]
 
 
 def _lazy_kind(result: object) -> str | None:
@@ -38,6 +39,13 @@ def _lazy_kind(result: object) -> str | None:
 
 
 T = TypeVar("T")
+
+SoakRunner = Callable[
+    [Callable[..., Any], tuple[Any, ...], dict[str, Any], "Callable[[], object] | None", int],
+    tuple[Any, SoakMeasurement],
+]
+"""Soaks a measured callable: ``(fn, args, kwargs, sync, batch_size) -> (result, soak)``
+(:func:`pytest_roofline.measure.soak.run_soak` with the session's clock and host monitor)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -83,6 +91,7 @@ class RooflineProbe:
         replays_for: Callable[[np.ndarray], int] | None = None,
         lock: AbstractContextManager[object] | None = None,
         watch: HostWatch | None = None,
+        soak: SoakRunner | None = None,
     ) -> None:
         self._nodeid = nodeid
         self._default_precision = precision
@@ -92,6 +101,8 @@ class RooflineProbe:
         self._replays_for = replays_for
         self._lock = lock if lock is not None else nullcontext()
         self._watch = watch
+        self._soak_runner = soak
+        self._soak: SoakMeasurement | None = None
         self._host: HostRecord | None = None
         self._replays: tuple[SampleSet, ...] = ()
         self._called = False
@@ -147,6 +158,10 @@ class RooflineProbe:
                 result, self._host = self._watch.measure(
                     self._nodeid, lambda: self._measure(fn, args, kwargs, sync)
                 )
+            if self._soak_runner is not None and self._samples is not None:
+                # After the measurement and outside the host watch: the gate's comparison uses
+                # the measurement alone, and a disturbed window re-measures it, not the soak.
+                _, self._soak = self._soak_runner(fn, args, kwargs, sync, self._samples.batch_size)
         self._warn_if_lazy(fn, result)
         return result
 
@@ -289,4 +304,5 @@ class RooflineProbe:
             quality=tuple(self._quality.values()),
             counters=self._counter_reading,
             host=self._host,
+            soak=self._soak,
         )

@@ -53,17 +53,18 @@ from pytest_roofline.measure.blas import (
     check_blas_oversubscription,
 )
 from pytest_roofline.measure.canary import Canary, CanarySummary, default_kernels
-from pytest_roofline.measure.counters import CounterSession, default_backends
+from pytest_roofline.measure.counters import CounterSession, NvmlBackend, default_backends
 from pytest_roofline.measure.host import HostProbe
 from pytest_roofline.measure.hostwatch import HostWatch
 from pytest_roofline.measure.lock import MeasurementLock
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
 from pytest_roofline.measure.sampling import Clock, Sampler, SamplingPolicy, StopRule
+from pytest_roofline.measure.soak import CpuFreqReader, SoakMeasurement, SoakMonitor, run_soak
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.model.stored import check_stored_run
 from pytest_roofline.plugin.confirm import ConfirmPlan, confirm_tests, plan_confirmation
-from pytest_roofline.plugin.probe import RooflineProbe
+from pytest_roofline.plugin.probe import RooflineProbe, SoakRunner
 from pytest_roofline.report.format import terminal_safe
 from pytest_roofline.report.json import render_json
 from pytest_roofline.report.markdown import render_markdown
@@ -166,6 +167,7 @@ class RooflineSession:
         self._target: HardwareTarget | None = None
         self._target_resolved = False
         self._counters: CounterSession | None = None
+        self._soak_gpu: NvmlBackend | None = None
         self._collection_errors: list[str] = []
         self._invalid_definitions: set[str] = set()
         self._files: list[str] = []
@@ -248,6 +250,8 @@ class RooflineSession:
             self._blas.restore()
         if self._counters is not None:
             self._counters.close()
+        if self._soak_gpu is not None:
+            self._soak_gpu.close()
         if self.store is not None:
             self.store.close()
 
@@ -343,6 +347,42 @@ class RooflineSession:
             canary, probe, baseline=canary_level(baseline.canary if baseline else None)
         )
         return self._watch
+
+    def _soak_runner(self, duration_s: float) -> SoakRunner:
+        """Soaks a measured callable for ``duration_s`` on the session's clock, reading the host
+        (CPU clock, CPU share and steal, the canary, NVML unless counters are off) per window."""
+        clock = self.config.hook.pytest_roofline_clock(config=self.config) or time.perf_counter_ns
+        watch = self._host_watch()
+        canary = watch.canary if watch is not None else None
+        if self.settings.counters and self._soak_gpu is None:
+            self._soak_gpu = NvmlBackend()
+
+        def run(
+            fn: Callable[..., Any],
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+            sync: Callable[[], object] | None,
+            batch_size: int,
+        ) -> tuple[Any, SoakMeasurement]:
+            monitor = SoakMonitor(
+                probe=HostProbe(),
+                cpufreq=CpuFreqReader(),
+                gpu=self._soak_gpu,
+                canary=canary,
+                clock=clock,
+            )
+            return run_soak(
+                fn,
+                args,
+                kwargs,
+                duration_s=duration_s,
+                batch_size=batch_size,
+                clock=clock,
+                sync=sync,
+                monitor=monitor,
+            )
+
+        return run
 
     def window_canary(self) -> Canary | None:
         """The started host canary of a paired worker's windows, or ``None`` when it is off.
@@ -443,6 +483,10 @@ class RooflineSession:
             replays_for=replays_for,
             lock=self._lock,
             watch=self._host_watch() if sampler is not None and window is None else None,
+            # Not in a paired worker's windows: they must all last the same time.
+            soak=self._soak_runner(test.soak_s)
+            if sampler is not None and window is None and test.soak_s > 0
+            else None,
         )
         item.stash[PROBE_KEY] = probe
         return probe

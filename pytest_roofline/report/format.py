@@ -31,6 +31,7 @@ __all__ = [
     "review_key",
     "review_order",
     "si",
+    "soak_line",
     "terminal_safe",
 ]
 
@@ -209,3 +210,38 @@ def evidence_lines(test: TestRecord) -> tuple[str, ...]:
     elif test.stop_reason:
         lines.append(f"sampling stopped: {_STOP.get(test.stop_reason, test.stop_reason)}")
     return tuple(lines)
+
+
+_SOAK_KIND = {"throttling": "throttling onset", "drift": "latency drift"}
+
+
+def soak_line(test: TestRecord) -> str | None:
+    """One line on a soaked test's timeline (``None`` when the test was not soaked).
+
+    ``"soak 30 s, 30 windows of 1 s: throttling onset at window 14 (+14.0 s), p50 ×1.30
+    [1.21, 1.40]"``, or ``...: stable (p50 within +5% of the first 6 windows)``.
+    """
+    soak = test.soak
+    if soak is None:
+        return None
+    head = (
+        f"soak {soak.duration_s or 0:g} s, {len(soak.windows)} windows of {soak.window_s or 0:g} s"
+    )
+    finding = soak.finding
+    if finding is not None:
+        text = (
+            f"{head}: {_SOAK_KIND.get(finding.kind or '', finding.kind or 'finding')} at window "
+            f"{finding.window} (+{finding.offset_s or 0:.1f} s), p50 {format_ratio(finding.ratio)}"
+        )
+        interval = format_interval(finding.ci_low, finding.ci_high)
+        return f"{text} {interval}" if interval else text
+    reference = soak.reference or 3
+    if len(soak.windows) < reference + 3:
+        return f"{head}: not analysed (too few windows)"
+    if soak.transient_window is not None:
+        return (
+            f"{head}: no sustained rise (a transient {format_ratio(soak.transient_ratio)} from "
+            f"window {soak.transient_window} did not last)"
+        )
+    within = f"within +{format_percent(soak.margin)} " if soak.margin is not None else ""
+    return f"{head}: stable (p50 {within}of the first {reference} windows)"

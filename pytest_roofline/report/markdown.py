@@ -23,6 +23,7 @@ from pytest_roofline.report.format import (
     format_ratio,
     outcome_text,
     review_order,
+    soak_line,
 )
 
 __all__ = ["code", "escape", "render_markdown"]
@@ -267,6 +268,12 @@ def render_markdown(
             lines.append("No test needs review.")
     else:
         lines.append("No measured tests in this run.")
+    soaked = [(t, line) for t in review_order(tests) if (line := soak_line(t)) is not None]
+    if soaked:
+        lines += ["", f"**Soak** ({len(soaked)} test(s)):"]
+        lines += [f"- {escape(t.nodeid)}: {escape(line)}" for t, line in soaked[:max_tests]]
+        if len(soaked) > max_tests:
+            lines.append(f"- …and {len(soaked) - max_tests} more: see the HTML report.")
     lines.append("")
     trend = _trend_lines(document, max_tests)
     if trend:

@@ -11,6 +11,7 @@ from pytest_roofline.report.format import (
     format_seconds,
     got_faster,
     review_order,
+    soak_line,
     terminal_safe,
 )
 
@@ -111,10 +112,14 @@ def render_terminal(
             evidence = evidence_lines(test)
             if evidence:
                 emit(f"    evidence: {'; '.join(evidence)}")
+            if (soaked := soak_line(test)) is not None:
+                emit(f"    {soaked}")
     if verbosity >= 0:
         for test in ordered:
             if test.decision not in ("rollback", "escalate"):
                 emit(_line(test))
+                if (soaked := soak_line(test)) is not None:
+                    emit(f"    {soaked}")
         for nodeid in run.missing_from_candidate:
             emit(f"{nodeid}: in the baseline, not measured in this run")
         if run.tag_diff:

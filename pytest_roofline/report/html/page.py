@@ -18,6 +18,7 @@ from pytest_roofline.report.format import (
 )
 from pytest_roofline.report.html.banner import banner, paired_method
 from pytest_roofline.report.html.memo import memo
+from pytest_roofline.report.html.soak import soak_view
 from pytest_roofline.report.html.table import table_row
 from pytest_roofline.report.html.trend import strip_of_record, trend_strip_html
 from pytest_roofline.report.html.view import (
@@ -207,4 +208,5 @@ def build_view(document: RunDocument) -> ReportView:
         generated=run.finished or run.started or "",
         paired=paired_method(run),
         sketch_frame=SKETCH_FRAME,
+        soaks=tuple(view for i in order if (view := soak_view(tests[i])) is not None),
     )

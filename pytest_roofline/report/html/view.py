@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pytest_roofline.report.charts.latency import LineChart, Sketch, SketchFrame
 from pytest_roofline.report.charts.roofline import RooflineChart
+from pytest_roofline.report.html.soak import SoakView
 
 __all__ = [
     "Banner",
@@ -239,3 +240,5 @@ class ReportView:
     paired: tuple[Fact, ...] = ()
     #: The frame every row's latency sketch is drawn in.
     sketch_frame: SketchFrame | None = None
+    #: Soaked tests' timelines, in review order (``report.html.soak``).
+    soaks: tuple[SoakView, ...] = ()
