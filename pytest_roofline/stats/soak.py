@@ -56,9 +56,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from pytest_roofline.errors import ConfigError
+from pytest_roofline.stats.distributions import norm_ppf, norm_sf
 from pytest_roofline.stats.results import ConfidenceInterval
 from pytest_roofline.stats.validate import FloatArray
 
@@ -81,7 +81,7 @@ MIN_SIGMA_LOG = 1e-4
 scale would make any difference infinitely significant (the margin still has to be met)."""
 
 # Phi^-1(0.75): the MAD of a standard normal.
-_MAD_NORMAL = float(stats.norm.ppf(0.75))
+_MAD_NORMAL = float(norm_ppf(0.75))
 # Variance of a median relative to a mean, for normal data, large samples.
 _MEDIAN_SE = math.sqrt(math.pi / 2)
 
@@ -196,7 +196,7 @@ def _shift(
         return None
     # Where in the stretch the level steps up; after a named window, within a block of it.
     onset = _onset(y, start, stop - start if method == "scan" else min(DEFAULT_BLOCK, stop - start))
-    p = float(stats.norm.sf(z))
+    p = float(norm_sf(z))
     return WindowShift(
         onset=onset,
         start=start,
@@ -292,7 +292,7 @@ def scan_windows(
             reason=f"{n} windows: at least {ref_n + block} are needed "
             f"({ref_n} for the reference and a block of {block})",
         )
-    z_crit = float(stats.norm.isf(alpha / looks))
+    z_crit = float(-norm_ppf(alpha / looks))
     for start in range(ref_n, ref_n + looks):
         found = _shift(y, ref, start, start + block, sigma, z_crit, looks, margin, "scan")
         if found is not None:
@@ -329,5 +329,5 @@ def shift_after(
     if ref_n < 2:
         return None
     ref = y[:ref_n][np.isfinite(y[:ref_n])]
-    z_crit = float(stats.norm.isf(alpha))
+    z_crit = float(-norm_ppf(alpha))
     return _shift(y, ref, onset, n, window_sigma(y), z_crit, 1, margin, "after")
