@@ -85,12 +85,13 @@ def add_options(parser: pytest.Parser) -> None:
         "roofline", "Measure and gate as if --roofline were given (true/false).", default=""
     )
     for name, metavar, ini_type, text in _VALUE_OPTIONS:
+        flag = f"--roofline-{name.replace('_', '-')}"
+        # 0.2.0 registered --roofline-blas_threads (underscore): kept as an alias.
+        aliases = (f"--roofline-{name}",) if "_" in name else ()
         group.addoption(
-            f"--roofline-{name}", metavar=metavar, default=None, dest=f"roofline_{name}", help=text
+            flag, *aliases, metavar=metavar, default=None, dest=f"roofline_{name}", help=text
         )
-        parser.addini(
-            f"roofline_{name}", f"Default for --roofline-{name}: {text}", type=ini_type, default=""
-        )
+        parser.addini(f"roofline_{name}", f"Default for {flag}: {text}", type=ini_type, default="")
     group.addoption(
         "--roofline-gate",
         choices=GATE_CHOICES,

@@ -188,6 +188,16 @@ def test_command_line_tags_are_recorded(
     assert document["run"]["tags"]["target"] == "ci-runner"
 
 
+@pytest.mark.parametrize("flag", ["--roofline-blas-threads=1", "--roofline-blas_threads=1"])
+def test_the_blas_thread_limit_is_spelled_as_documented_and_recorded_as_a_tag(
+    project: pytest.Pytester, run_and_parse: RunAndParse, flag: str
+) -> None:
+    project.makepyfile("def test_x(roofline):\n    roofline(len, 'ab')\n")
+    result, doc = run_and_parse(flag)
+    assert result.ret == 0, result.stdout.str()
+    assert doc["run"]["tags"]["blas_threads"] == "1"
+
+
 def test_an_injected_clock_makes_samples_exact(
     project: pytest.Pytester, run_and_parse: RunAndParse
 ) -> None:
