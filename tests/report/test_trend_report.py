@@ -155,3 +155,25 @@ def test_markdown_lists_one_line_per_test_with_a_step_and_nothing_for_the_others
     assert line.endswith(r": p50 +19.0% \[+17.0%, +21.0%\] at run #13")
     assert "<script>" not in line and "&lt;script&gt;" in line
     assert "test_new" not in text
+
+
+def test_a_run_beyond_the_row_limit_shows_strips_in_the_memos_only() -> None:
+    from pytest_roofline.report.html.page import ROW_TRENDS_UP_TO
+
+    document = _document()
+    trend = document.tests[0].trend
+    shipped = tuple(
+        TestRecord(nodeid=f"t.py::test_{i}", decision="ship", p50_s=1e-3, trend=trend)
+        for i in range(ROW_TRENDS_UP_TO)
+    )
+    flagged = TestRecord(
+        nodeid="t.py::test_flagged", decision="escalate", reasons=("p95 unknown",), trend=trend
+    )
+    small = RunDocument(decision="escalate", run=document.run, tests=(*shipped[:-1], flagged))
+    large = RunDocument(decision="escalate", run=document.run, tests=(*shipped, flagged))
+    # Every row and the one memo at the limit; past it only the memo (a strip is ~4 kB a test).
+    assert render_html(small).count('<details class="trend">') == ROW_TRENDS_UP_TO + 1
+    page = render_html(large)
+    assert page.count('<details class="trend">') == 1
+    memo = re.search(r'<article class="memo.*?</article>', page, re.S)
+    assert memo is not None and '<details class="trend">' in memo.group(0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from pytest_roofline.model.document import DeclaredRecord, MethodRecord, RunDocument, TestRecord
@@ -164,16 +164,24 @@ def _method(method: MethodRecord) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
-def _trends(document: RunDocument) -> dict[int, str]:
-    """Each test's trend strip over the label's last runs (``run.trend``), by test index."""
+ROW_TRENDS_UP_TO = 200
+"""Runs of up to this many tests show every test's trend strip in its table row; larger runs
+show the strips in the memos only (the tests to review), keeping a 1000-test report near its
+5 MB target (a strip is about 4 kB: ``docs/report.md``)."""
+
+
+def _trends(document: RunDocument, wanted: Collection[int]) -> dict[int, str]:
+    """The trend strips over the label's last runs (``run.trend``) of the tests ``wanted``,
+    by test index."""
     runs = document.run.trend
     if runs is None or not runs.runs:
         return {}
     heading = f"trend over the last runs of {runs.label or '?'}"
+    tests = document.tests
     return {
-        i: trend_strip_html(strip_of_record(test.nodeid, runs, test.trend), heading=heading)
-        for i, test in enumerate(document.tests)
-        if test.trend is not None
+        i: trend_strip_html(strip_of_record(tests[i].nodeid, runs, trend), heading=heading)
+        for i in wanted
+        if (trend := tests[i].trend) is not None
     }
 
 
@@ -188,13 +196,16 @@ def build_view(document: RunDocument) -> ReportView:
     }
     top = banner(document)
     run = document.run
-    trends = _trends(document)
+    trends = _trends(document, range(len(tests)) if len(tests) <= ROW_TRENDS_UP_TO else memo_ids)
     return ReportView(
         title=f"{top.decision.upper()} · {top.label} vs {top.baseline} · pytest-roofline",
         banner=top,
         chart=_chart(document, memo_ids),
         rows=tuple(
-            replace(table_row(i, tests[i], memo_ids.get(i)), trend_html=trends.get(i, ""))
+            replace(
+                table_row(i, tests[i], memo_ids.get(i)),
+                trend_html=trends.get(i, "") if len(tests) <= ROW_TRENDS_UP_TO else "",
+            )
             for i in order
         ),
         memos=tuple(
