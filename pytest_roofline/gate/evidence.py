@@ -267,6 +267,8 @@ class TestEvidence:
     same_code: bool = False
     # The soak's timeline, first failing window and throttling onset (``--roofline-soak``).
     soak: SoakAssessment | None = None
+    # Times the scheduler preempted this process while the test was measured (getrusage).
+    involuntary_switches: int | None = None
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -652,6 +654,9 @@ def evaluate(
         else None,
         fail_thresholds=context.fail_thresholds if entry is not None else {},
         same_code=context.same_code and entry is not None,
+        involuntary_switches=watched.host.involuntary_switches
+        if watched is not None and watched.host is not None
+        else None,
         # Within one run, so the user's smallest p50 effect is the margin: the label's
         # run-to-run noise floor is not noise between a soak's windows.
         soak=assess_soak(

@@ -90,6 +90,12 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.800 was not confirmed"),
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("inconclusive", "6 of 40 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "escalate", "neither confirm nor rule it out"),
         ({"comparisons": {"p95": comparison("regression", 1.5, 1.2, 1.9)}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository", command="pytest-roofline ab --baseline=abc")}, "escalate", "not established beyond the label's run-to-run noise floor +37%"),
+        # A tail of a test that waited for a CPU (preempted) is the scheduler's as likely as the
+        # code's: it escalates; p50 and confirmed tails still roll back.
+        ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 63}, "escalate", "descheduled while it was measured (CPU share 0.51, 63 involuntary context switches)"),
+        ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 0}, "rollback", "p99 regressed x26.000"),
+        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 63}, "rollback", "p50 regressed x1.800"),
+        ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "cpu_share": 0.51, "involuntary_switches": 63, "confirmation": Confirmation("confirmed", "", {"p99": comparison("regression", 20.0, 9.0, 30.0, quantile=0.99)})}, "rollback", "confirmed by paired rounds"),
         # UNKNOWN first looks are settled by paired rounds too (measure more, not decide).
         ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.500 (UNKNOWN) is settled: paired rounds against the baseline's commit rule out +37%"),
         ({"comparisons": {"p95": comparison("not detected", 1.2, 0.9, 1.6)}, "margins": {**MARGINS, "p95": TOO_NOISY}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "(UNKNOWN) is settled"),
