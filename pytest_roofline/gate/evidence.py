@@ -199,8 +199,6 @@ class HostCheck:
     reason: str
     remeasured: bool = False
     shift: str | None = None
-    # The largest of those canary kinds' slowdowns since the baseline (e.g. 1.7), if any.
-    shift_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -639,7 +637,6 @@ def evaluate(
             reason=watched.reason,
             remeasured=watched.remeasured,
             shift=watched.host_shift if entry is not None else None,
-            shift_ratio=watched.host_shift_ratio if entry is not None else None,
         )
         if watched is not None
         else None,

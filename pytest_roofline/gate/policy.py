@@ -260,7 +260,7 @@ def _regression(
         )
         missing.append("a measurement on a quiet host")
         return
-    if host is not None and host.shift and e.design == "two-run" and not _beyond_host_shift(e, c):
+    if host is not None and host.shift and e.design == "two-run":
         escalate.append(
             f"{text}, but the host runs slower than when the baseline was recorded "
             f"({host.shift}): the change between the two runs may be the host's" + settle
@@ -368,18 +368,6 @@ def _settled_by_paired_rounds(
         )
         missing.append("a decisive paired comparison")
     return True
-
-
-def _beyond_host_shift(e: TestEvidence, c: QuantileComparison) -> bool:
-    """Whether a two-run regression is larger than the host's slowdown since the baseline can
-    explain: its lower bound is at least the worst shifted canary's ratio times ``1 + margin``,
-    and the test was not descheduled (a preempted test's calls can slow far more than the
-    canary's). The demo's GEMM layout change read x7 [x7.0, x7.6] while the Python canary ran
-    x1.7 slower than at the baseline: the host explains at most x2.3 of it."""
-    host = e.host
-    if host is None or host.shift_ratio is None or _descheduled(e):
-        return False
-    return c.ci.low >= host.shift_ratio * (1.0 + c.delta)
 
 
 def _drift_stays_inside_margins(e: TestEvidence) -> bool:

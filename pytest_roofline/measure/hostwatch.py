@@ -77,16 +77,6 @@ class HostRecord:
         ]
         return ", ".join(slower) or None
 
-    @property
-    def host_shift_ratio(self) -> float | None:
-        """The largest slowdown since the baseline among the kinds :attr:`host_shift` names."""
-        slower = [
-            ratio
-            for kind, ratio in self.baseline_ratios.items()
-            if kind in self.baseline_floors and ratio > self.baseline_floors[kind]
-        ]
-        return max(slower, default=None)
-
     def to_dict(self) -> dict[str, object]:
         return {
             "state": self.state,
