@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_roofline.store.derived import runs_without_row
 from pytest_roofline.store.sqltext import to_sql
 
 __all__ = [
@@ -155,14 +156,7 @@ def write_observation(db: sqlite3.Connection, run_id: int, counts: Mapping[str, 
 
 def missing_observations(db: sqlite3.Connection, label: str) -> list[int]:
     """Runs of ``label`` without a ``run_observations`` row (to backfill), oldest first."""
-    if not has_observations_table(db):
-        sql = "SELECT id FROM runs WHERE label = ? ORDER BY id"
-    else:
-        sql = (
-            "SELECT r.id FROM runs r LEFT JOIN run_observations o ON o.run_id = r.id"
-            " WHERE r.label = ? AND o.run_id IS NULL ORDER BY r.id"
-        )
-    return [int(r[0]) for r in db.execute(sql, (to_sql(label),)).fetchall()]
+    return runs_without_row(db, label, "run_observations", table_present=has_observations_table(db))
 
 
 def _ints(value: object, keys: tuple[str, ...]) -> dict[str, int]:

@@ -48,6 +48,7 @@ import numpy.typing as npt
 from scipy import special
 
 from pytest_roofline.stats.quantiles import hd_quantiles, n_floor, tau_many
+from pytest_roofline.store.derived import runs_without_row
 from pytest_roofline.store.records import RunRecord, StoredResult
 from pytest_roofline.store.sqltext import to_sql
 from pytest_roofline.vocabulary import BOUND_CLASSES
@@ -348,14 +349,7 @@ def has_table(db: sqlite3.Connection) -> bool:
 
 def missing_runs(db: sqlite3.Connection, label: str) -> list[int]:
     """Runs of ``label`` without a series row (to backfill), oldest first."""
-    if not has_table(db):
-        sql = "SELECT id FROM runs WHERE label = ? ORDER BY id"
-    else:
-        sql = (
-            "SELECT r.id FROM runs r LEFT JOIN series s ON s.run_id = r.id"
-            " WHERE r.label = ? AND s.run_id IS NULL ORDER BY r.id"
-        )
-    return [int(r[0]) for r in db.execute(sql, (to_sql(label),)).fetchall()]
+    return runs_without_row(db, label, "series", table_present=has_table(db))
 
 
 # ---------------------------------------------------------------------------------------------
