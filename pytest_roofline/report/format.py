@@ -18,6 +18,7 @@ from pytest_roofline.units import format_seconds, si
 __all__ = [
     "DECISION_ORDER",
     "KEEP_FASTER_ADVICE",
+    "benchmark_line",
     "code_spans",
     "decision_name",
     "evidence_lines",
@@ -213,6 +214,30 @@ def evidence_lines(test: TestRecord) -> tuple[str, ...]:
 
 
 _SOAK_KIND = {"throttling": "throttling onset", "drift": "latency drift"}
+
+
+def benchmark_line(test: TestRecord) -> str | None:
+    """pytest-benchmark's names and ``extra_info`` of a test measured through the ``benchmark``
+    fixture, in one line (``None`` for other tests).
+
+    >>> from pytest_roofline.model.document import BenchmarkInfo
+    >>> benchmark_line(TestRecord(nodeid="t.py::test_s", benchmark=BenchmarkInfo(
+    ...     group="sort", name="test_s", extra_info={"n": 1000})))
+    "group 'sort', name 'test_s', extra_info n=1000"
+    """
+    info = test.benchmark
+    if info is None:
+        return None
+    parts = [f"group {info.group!r}" if info.group else "no group"]
+    if info.name:
+        parts.append(f"name {info.name!r}")
+    if info.extra_info:
+        shown = ", ".join(
+            f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
+            for key, value in sorted(info.extra_info.items())
+        )
+        parts.append(f"extra_info {shown if len(shown) <= 200 else shown[:199] + '…'}")
+    return ", ".join(parts)
 
 
 def soak_line(test: TestRecord) -> str | None:

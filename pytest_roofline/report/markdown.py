@@ -16,6 +16,7 @@ from pathlib import PurePath
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.report.format import (
     DECISION_ORDER,
+    benchmark_line,
     code_spans,
     decision_name,
     evidence_lines,
@@ -92,6 +93,9 @@ def _first_reason(test: TestRecord) -> str:
     text = escape(reasons[0]) if reasons else ""
     # The quantiles have their own columns; the host, the confirmation and the stop follow.
     rest = [line for line in evidence_lines(test) if not line.startswith(("p50 ", "p95 ", "p99 "))]
+    benchmark = benchmark_line(test)
+    if benchmark:
+        rest.append(f"pytest-benchmark {benchmark}")
     if rest:
         text += "<br>" + escape("; ".join(rest))
     return text

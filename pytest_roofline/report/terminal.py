@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.report.format import (
     KEEP_FASTER_ADVICE,
+    benchmark_line,
     evidence_lines,
     format_seconds,
     got_faster,
@@ -64,6 +65,9 @@ def memo_text(test: TestRecord) -> str:
         boundary = f"nothing to revert: the test got faster. {KEEP_FASTER_ADVICE}"
     for line in evidence_lines(test):
         lines.append(f"Evidence:  {line}")
+    benchmark = benchmark_line(test)
+    if benchmark:
+        lines.append(f"Benchmark: {benchmark}")
     lines += [
         f"Owner:     {owners}",
         f"Rollback:  {boundary}",

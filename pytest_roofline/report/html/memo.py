@@ -6,6 +6,7 @@ from pytest_roofline.model.document import CountersRecord, TestRecord
 from pytest_roofline.report.charts.latency import ecdf_chart, timeline_chart
 from pytest_roofline.report.format import (
     KEEP_FASTER_ADVICE,
+    benchmark_line,
     decision_name,
     evidence_lines,
     format_interval,
@@ -204,6 +205,9 @@ def _evidence(test: TestRecord) -> tuple[Fact, ...]:
         if name in ("host", "paired", "sampling"):
             label = {"host": "Host canary", "paired": "Paired", "sampling": "Sampling"}
             facts.append(Fact(label[name], rest))
+    benchmark = benchmark_line(test)
+    if benchmark:
+        facts.append(Fact("pytest-benchmark", benchmark))
     for violation in test.sla.violations:
         facts.append(Fact("SLA breach", violation, "sla-breach"))
     for name, quality in sorted(test.quality.items()):
