@@ -17,8 +17,9 @@ steps:
    group-sequential looks decide it (:class:`~pytest_roofline.ab.analysis.AssessedStop`); pairs
    with a host-disturbed window on either side are dropped (:mod:`~pytest_roofline.ab.pairs`).
    ``--rounds=K`` is ``max_pairs`` (``min_pairs = min(4, K)``) and each window samples for
-   ``--budget / K`` (a marker's ``budget=`` per window), so a test that runs to the maximum
-   spends the budget per side that ``--budget`` names.
+   ``--budget / K`` (a marker's ``budget=`` takes the place of ``--budget`` for its test), so a
+   test that runs to the maximum spends the budget per side that ``--budget`` (or its marker)
+   names.
 5. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
    store as one run (``design="paired"``) that keeps both sides' samples and every sample's pair.
 """
@@ -183,9 +184,10 @@ def _measure(
             )
             budgets = workers.collected["candidate"].budgets_s
             for i, nodeid in enumerate(both):
-                test = workers.measure_test(
-                    nodeid, rule, window_s=budgets.get(nodeid, settings.window_s)
-                )
+                # A marker's budget= is the test's budget per side, as --budget is: spread
+                # over the most pairs it may get.
+                window_s = budgets.get(nodeid, plan.budget_s) / settings.max_pairs
+                test = workers.measure_test(nodeid, rule, window_s=window_s)
                 tests[nodeid] = test
                 # A test skipped on a side (a platform condition) is not compared, as in a
                 # pytest run; one that fails or measures nothing on a side escalates the run.

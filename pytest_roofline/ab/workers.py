@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,7 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
+from pytest_roofline.ab.pairs import corroborated_severity, paired_windows, pairs_to_drop
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
@@ -335,7 +336,7 @@ class _Worker:
         store = spec.store_path or (scratch / f"store-{spec.side}.sqlite")
         args = [
             "-q", "-p", "no:cacheprovider", "--roofline", f"--roofline-store={store}",
-            f"--roofline-budget={settings.window_s!r}", "--roofline-gate=never",
+            f"--roofline-budget={settings.window_s * settings.max_pairs!r}", "--roofline-gate=never",
             "--roofline-no-summary", *spec.pytest_args,
         ]  # fmt: skip
         # The host canary stays on (unless the user's arguments turn it off): alternation puts
@@ -656,9 +657,13 @@ class PairedWorkers:
         """The complete pairs to leave out for a disturbed host (none without ``drop_disturbed``)."""
         if not self.settings.drop_disturbed:
             return ()
-        base = [w.canary for w in windows if w.side == "baseline"]
-        cand = [w.canary for w in windows if w.side == "candidate"]
-        severity = [pair_severity(a, b) for a, b in zip(base, cand, strict=False)]
+        base = [w for w in windows if w.side == "baseline"]
+        cand = [w for w in windows if w.side == "candidate"]
+        severity = corroborated_severity(
+            [w.canary for w in base],
+            [w.canary for w in cand],
+            [_log_p50_ratio(a.samples_s, b.samples_s) for a, b in zip(base, cand, strict=False)],
+        )
         return pairs_to_drop(severity, self.settings.min_pairs)
 
     def run(
@@ -704,6 +709,14 @@ class PairedWorkers:
             startup_s=self.startup_s,
             wall_s=self._clock() - began + self.startup_s,
         )
+
+
+def _log_p50_ratio(base_s: np.ndarray, cand_s: np.ndarray) -> float:
+    """``log(median(candidate) / median(baseline))`` of one pair's windows; NaN without samples."""
+    if base_s.size == 0 or cand_s.size == 0:
+        return math.nan
+    base, cand = float(np.median(base_s)), float(np.median(cand_s))
+    return math.log(cand / base) if base > 0 and cand > 0 else math.nan
 
 
 def _kept(

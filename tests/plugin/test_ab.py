@@ -282,3 +282,32 @@ def test_an_unchanged_commit_ships_once_the_sequential_looks_decide(
     assert test["paired"]["pairs"] < 8
     assert {test["change"][q]["outcome"] for q in ("p50", "p95", "p99")} == {"same"}
     assert document["run"]["paired"]["pairs_dropped"] == 0
+
+
+def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # budget="0.8s" with --rounds=8: windows of 0.1 s, about 100 of the fake 1 ms calls each
+    # (it was 0.8 s a window: a test with a marker budget took K times its budget per side).
+    root = tmp_path / "marked"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
+    (root / "tests" / "test_k.py").write_text(
+        "import pytest\n\n\n@pytest.mark.roofline(budget='0.8s')\n"
+        "def test_k(roofline, work):\n    roofline(work)\n"
+    )
+    (root / "roofline.yaml").write_text(ROOFLINE_YAML)
+    (root / "pytest.ini").write_text("[pytest]\nroofline_warmup = 1ms\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    status = main(
+        ["ab", "--baseline=HEAD", "--rounds=8", "--budget=0.2", "--json=out.json", *PYTEST_ARGS]
+    )
+    err = capsys.readouterr().err
+    (test,) = json.loads((root / "out.json").read_text())["tests"]
+    assert status == 0, err
+    counts = [*test["paired"]["samples"]["baseline"], *test["paired"]["samples"]["candidate"]]
+    assert counts and all(90 <= n <= 110 for n in counts), counts
