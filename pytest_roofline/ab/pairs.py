@@ -14,12 +14,13 @@ A canary reading is a few calls of each reference kernel, taken beside the windo
 on its own it cries wolf. Measured here (2026-12-01, ``pytest-roofline ab --baseline=HEAD`` on
 ten tests of the example suite, quiet host, load 1): 4 of 8 pairs were flagged in 8 of the 10
 tests, so every comparison ran on its ``min_pairs`` and escalated. So a flagged pair is dropped
-only when the pair itself shows the disturbance (:func:`corroborated_severity`): its p50 log
-ratio (candidate over baseline) departs from the median over the test's pairs, towards the
-flagged side being slower, by more than :data:`CORROBORATION_SPREAD` robust standard deviations
-of those ratios. The median is the comparison's own, so a real change that moves every pair is
-never read as a disturbance; under an unchanged test the canary's false alarms fall on either
-side alike, so leaving out the corroborated ones biases nothing.
+only when the pair itself shows the disturbance (:func:`corroborated_severity`): its log ratio
+(candidate over baseline) of some quantile (p50, p95, p99, where the windows hold enough samples
+for it) departs from the median over the test's pairs, towards the flagged side being slower, by
+more than :data:`CORROBORATION_SPREAD` robust standard deviations of those ratios. The median
+is the comparison's own, so a real change that moves every pair is never read as a disturbance;
+under an unchanged test the canary's false alarms fall on either side alike, so leaving out the
+corroborated ones biases nothing.
 
 Pure: no I/O, no workers.
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
@@ -82,36 +83,50 @@ def _direction(base: WindowJudgement | None, cand: WindowJudgement | None) -> in
 def corroborated_severity(
     base: Sequence[WindowJudgement | None],
     cand: Sequence[WindowJudgement | None],
-    log_ratios: Sequence[float],
+    log_ratios: Mapping[str, Sequence[float]],
     *,
     spread: float = CORROBORATION_SPREAD,
 ) -> list[float | None]:
-    """Each pair's :func:`pair_severity`, kept only where the pair's own ratio shows it.
+    """Each pair's :func:`pair_severity`, kept only where the pair's own ratios show it.
 
     :param base: the baseline side's judgement of each pair's window.
     :param cand: the candidate side's, aligned.
-    :param log_ratios: each pair's ``log(p50 candidate / p50 baseline)`` (NaN: none).
-    :param spread: robust standard deviations the ratio must depart by (module docstring).
-    :returns: per pair, its severity or ``None`` (quiet, or a flag its ratio does not bear out).
-        A flagged pair without a ratio, or with fewer than three ratios to judge it against,
-        keeps the canary's severity.
+    :param log_ratios: per quantile (p50, p95, ...), each pair's ``log(candidate / baseline)``
+        of that quantile (NaN: none, e.g. too few samples in a window for a tail).
+    :param spread: robust standard deviations a ratio must depart by (module docstring).
+    :returns: per pair, its severity or ``None`` (quiet, or a flag none of its ratios bears
+        out). A burst often reaches a window's tail and not its median, so a departure of any
+        quantile corroborates the flag. A flagged pair with no quantile that has a ratio to
+        judge by (fewer than three pairs with one, or none for this pair) keeps the canary's
+        severity.
     """
     severity = [pair_severity(a, b) for a, b in zip(base, cand, strict=False)]
-    finite = [r for r in log_ratios if math.isfinite(r)]
-    if len(finite) < _MIN_PAIRS_TO_JUDGE:
-        return severity
-    centre = statistics.median(finite)
-    sd = _MAD_TO_SD * statistics.median(abs(r - centre) for r in finite)
+    judged = [_departures(series) for series in log_ratios.values()]
     out: list[float | None] = []
     for i, s in enumerate(severity):
-        r = log_ratios[i] if i < len(log_ratios) else math.nan
-        if s is None or not math.isfinite(r):
+        seen = [
+            found for d in judged if d is not None and i < len(d) and (found := d[i]) is not None
+        ]
+        if s is None or not seen:
             out.append(s)
             continue
         direction = _direction(base[i], cand[i])
-        departure = (r - centre) * direction if direction else abs(r - centre)
-        out.append(s if departure > spread * sd else None)
+        corroborated = any(
+            (dev * direction if direction else abs(dev)) > spread * sd for dev, sd in seen
+        )
+        out.append(s if corroborated else None)
     return out
+
+
+def _departures(series: Sequence[float]) -> list[tuple[float, float] | None] | None:
+    """Each pair's departure from the series' median and the series' robust spread (``None``
+    for a pair without a ratio); ``None`` with fewer than three ratios to judge by."""
+    finite = [r for r in series if math.isfinite(r)]
+    if len(finite) < _MIN_PAIRS_TO_JUDGE:
+        return None
+    centre = statistics.median(finite)
+    sd = _MAD_TO_SD * statistics.median(abs(r - centre) for r in finite)
+    return [(r - centre, sd) if math.isfinite(r) else None for r in series]
 
 
 def pairs_to_drop(severity: Sequence[float | None], min_pairs: int) -> tuple[int, ...]:

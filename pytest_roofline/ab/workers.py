@@ -45,6 +45,8 @@ import numpy as np
 from pytest_roofline.ab.pairs import corroborated_severity, paired_windows, pairs_to_drop
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
+from pytest_roofline.stats.paired import min_round_samples
+from pytest_roofline.vocabulary import QUANTILES
 
 __all__ = [
     "SIDES",
@@ -662,7 +664,7 @@ class PairedWorkers:
         severity = corroborated_severity(
             [w.canary for w in base],
             [w.canary for w in cand],
-            [_log_p50_ratio(a.samples_s, b.samples_s) for a, b in zip(base, cand, strict=False)],
+            _log_ratios([(a.samples_s, b.samples_s) for a, b in zip(base, cand, strict=False)]),
         )
         return pairs_to_drop(severity, self.settings.min_pairs)
 
@@ -711,12 +713,21 @@ class PairedWorkers:
         )
 
 
-def _log_p50_ratio(base_s: np.ndarray, cand_s: np.ndarray) -> float:
-    """``log(median(candidate) / median(baseline))`` of one pair's windows; NaN without samples."""
-    if base_s.size == 0 or cand_s.size == 0:
-        return math.nan
-    base, cand = float(np.median(base_s)), float(np.median(cand_s))
-    return math.log(cand / base) if base > 0 and cand > 0 else math.nan
+def _log_ratios(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, list[float]]:
+    """Per gated quantile, each pair's ``log(candidate / baseline)`` of it; NaN where a window
+    holds too few samples for the quantile (:func:`~pytest_roofline.stats.paired.min_round_samples`)."""
+    out: dict[str, list[float]] = {}
+    for name, q in QUANTILES.items():
+        need = 1 if q == 0.5 else min_round_samples(q)
+        series = []
+        for base_s, cand_s in pairs:
+            if base_s.size < need or cand_s.size < need:
+                series.append(math.nan)
+                continue
+            base, cand = float(np.quantile(base_s, q)), float(np.quantile(cand_s, q))
+            series.append(math.log(cand / base) if base > 0 and cand > 0 else math.nan)
+        out[name] = series
+    return out
 
 
 def _kept(

@@ -223,7 +223,7 @@ def test_a_disturbed_pair_is_dropped_only_when_its_own_ratio_moved_the_disturbed
     cand[2] = judgement("disturbed", 2.4)
     cand[5] = judgement("disturbed", 3.6)
     base[6] = judgement("disturbed", 3.0)
-    severity = corroborated_severity(base, cand, logs)
+    severity = corroborated_severity(base, cand, {"p50": logs})
     assert severity[2] == pytest.approx(2.0)
     assert severity[5] is None  # the canary cried wolf: the pair's ratio is typical
     assert severity[6] is None  # the baseline side was flagged but the candidate was slower
@@ -236,7 +236,7 @@ def test_a_pair_disturbed_on_both_sides_is_dropped_when_its_ratio_is_atypical_ei
     both = judgement("disturbed", 2.4)
     base = [QUIET, QUIET, both, both, QUIET, QUIET, QUIET, QUIET]
     cand = list(base)
-    severity = corroborated_severity(base, cand, logs)
+    severity = corroborated_severity(base, cand, {"p50": logs})
     assert severity[2] == pytest.approx(2.0)
     assert severity[3] is None
 
@@ -247,16 +247,31 @@ def test_a_real_shift_of_every_pair_is_not_mistaken_for_a_disturbance() -> None:
     logs = [1.10, 1.08, 1.12, 1.09, 1.11, 1.10, 1.07, 1.13]
     cand = [QUIET] * 8
     cand[3] = judgement("disturbed", 2.4)
-    assert corroborated_severity([QUIET] * 8, cand, logs)[3] is None
+    assert corroborated_severity([QUIET] * 8, cand, {"p50": logs})[3] is None
 
 
 def test_a_disturbed_pair_without_a_ratio_keeps_its_severity() -> None:
     # No samples on a side (a ratio cannot be formed): the canary's word stands.
     logs = [0.0, 0.01, float("nan"), -0.01, 0.0]
     cand = [QUIET, QUIET, judgement("disturbed", 2.4), QUIET, QUIET]
-    assert corroborated_severity([QUIET] * 5, cand, logs)[2] == pytest.approx(2.0)
+    assert corroborated_severity([QUIET] * 5, cand, {"p50": logs})[2] == pytest.approx(2.0)
 
 
 def test_too_few_pairs_to_judge_a_ratio_keep_the_canarys_word() -> None:
     cand = [judgement("disturbed", 2.4), QUIET]
-    assert corroborated_severity([QUIET, QUIET], cand, [0.0, 0.01])[0] == pytest.approx(2.0)
+    assert corroborated_severity([QUIET, QUIET], cand, {"p50": [0.0, 0.01]})[0] == (
+        pytest.approx(2.0)
+    )
+
+
+def test_a_burst_that_reaches_only_the_tail_corroborates_the_flag() -> None:
+    # Pair 4's candidate window was flagged; its p50 ratio is typical but its p99 ratio is not.
+    p50 = [0.01, -0.02, 0.0, 0.01, 0.0, -0.01, 0.02, -0.01]
+    p99 = [0.03, -0.05, 0.02, 0.01, 0.60, -0.04, 0.05, -0.02]
+    cand = [QUIET] * 8
+    cand[4] = judgement("disturbed", 2.4)
+    severity = corroborated_severity([QUIET] * 8, cand, {"p50": p50, "p99": p99})
+    assert severity[4] == pytest.approx(2.0)
+    # A tail without ratios (windows too short for p99) leaves the p50 to judge.
+    p99_short = [float("nan")] * 8
+    assert corroborated_severity([QUIET] * 8, cand, {"p50": p50, "p99": p99_short})[4] is None
