@@ -17,6 +17,7 @@ out; the git and worker parts live in the plugin.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from pytest_roofline import stats
@@ -30,11 +31,13 @@ __all__ = [
     "confirmation_from",
     "is_regression_check",
     "needs_confirmation",
+    "replicated",
 ]
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
 """Tags a worktree of the baseline's commit reproduces (the candidate side is the current tree)."""
 _HARDWARE_LAYER = "hardware"
+_PAIRED_PREFIX = "paired rounds against the baseline's commit: "
 
 
 def confirmation_blocker(
@@ -133,7 +136,7 @@ def confirmation_from(
         f"{name} {outcome.upper() if outcome else 'not compared'}"
         for name, outcome in outcomes.items()
     )
-    reason = f"paired rounds against the baseline's commit: {seen or 'nothing to settle'}"
+    reason = f"{_PAIRED_PREFIX}{seen or 'nothing to settle'}"
     if note:
         reason += f" ({note})"
     return Confirmation(
@@ -144,4 +147,38 @@ def confirmation_from(
         pairs=pairs,
         pairs_dropped=pairs_dropped,
         stop=stop,
+    )
+
+
+def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
+    """A confirmation that rests on two pairs of worker processes, not one.
+
+    One pair of workers is one process per side, and a process carries a "personality" of its
+    own (where its arrays landed, its hash seed): measured here, an unchanged elementwise test
+    ran 22% slower in the candidate's process than in the baseline's through 16 window pairs
+    (paired x1.224 [1.085, 1.288]) and was rolled back. So a regression the first pair of
+    workers confirms is measured again by a fresh pair, and confirmed only if that pair finds
+    it too; otherwise the two pairs disagree and the test is ``inconclusive`` (escalated), the
+    reason naming both. Anything the first pair did not confirm is returned as it is.
+    """
+    if first.state != "confirmed":
+        return first
+    pairs = (first.pairs or 0) + (second.pairs or 0)
+    dropped = (first.pairs_dropped or 0) + (second.pairs_dropped or 0)
+    if second.state == "confirmed":
+        return replace(
+            first,
+            reason=f"{first.reason}; reproduced by a second pair of worker processes "
+            f"({second.reason.removeprefix(_PAIRED_PREFIX)})",
+            pairs=pairs,
+            pairs_dropped=dropped,
+        )
+    return replace(
+        first,
+        state="inconclusive",
+        reason=f"{first.reason}, but a second pair of worker processes did not find it "
+        f"({second.reason}): the processes differ, not necessarily the code",
+        comparisons=dict(second.comparisons) or dict(first.comparisons),
+        pairs=pairs,
+        pairs_dropped=dropped,
     )

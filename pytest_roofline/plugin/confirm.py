@@ -28,7 +28,7 @@ from pytest_roofline.ab.stale import SCRATCH_PREFIX, WORKTREE_NAME, ScratchClaim
 from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
 from pytest_roofline.config.settings import GateSettings, RooflineConfig
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.gate.confirm import confirmation_blocker, confirmation_from
+from pytest_roofline.gate.confirm import confirmation_blocker, confirmation_from, replicated
 from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.paired_looks import PairedStop, paired_look, paired_plan
 from pytest_roofline.gate.run import ab_command
@@ -348,6 +348,33 @@ def _measure(
         alpha_same=gate.alpha,
     )
     found: dict[str, Confirmation] = {}
+
+    def confirm(workers: PairedWorkers, nodeid: str) -> Confirmation:
+        margins = {name: confirmation_margin(gate, name) for name in asked[nodeid]}
+        window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
+        test = workers.measure_test(
+            nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
+        )
+        command = ab_command(nodeid, commit)
+        if test.error is not None:
+            return Confirmation(state="unavailable", reason=test.error, command=command)
+        # Pairs with a host-disturbed window on either side are left out (ab.pairs).
+        base, cand = test.kept
+        paired = paired_look(
+            base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
+        )
+        dropped = len(test.dropped)
+        log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {dropped} dropped")
+        return confirmation_from(
+            asked[nodeid],
+            paired,
+            command=command,
+            pairs=test.pairs,
+            pairs_dropped=dropped,
+            stop=test.stop,
+            note=f"{dropped} of {test.pairs} pairs dropped: host disturbed" if dropped else None,
+        )
+
     try:
         with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
             for nodeid in nodeids:
@@ -359,35 +386,24 @@ def _measure(
                         command=ab_command(nodeid, commit),
                     )
                     continue
-                margins = {name: confirmation_margin(gate, name) for name in asked[nodeid]}
-                window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
-                test = workers.measure_test(
-                    nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
+                found[nodeid] = confirm(workers, nodeid)
+        # A rollback must not rest on one pair of processes (gate.confirm.replicated): what the
+        # first pair confirmed, a fresh pair measures again.
+        again = [nodeid for nodeid in nodeids if found[nodeid].state == "confirmed"]
+        replicas: dict[str, Confirmation] = {}
+        if again:
+            try:
+                with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
+                    for nodeid in again:
+                        replicas[nodeid] = confirm(workers, nodeid)
+            except RooflineError as exc:
+                failed = Confirmation(
+                    state="unavailable", reason=f"the second pair of workers failed: {exc}"
                 )
-                command = ab_command(nodeid, commit)
-                if test.error is not None:
-                    found[nodeid] = Confirmation(
-                        state="unavailable", reason=test.error, command=command
-                    )
-                    continue
-                # Pairs with a host-disturbed window on either side are left out (ab.pairs).
-                base, cand = test.kept
-                paired = paired_look(
-                    base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
-                )
-                dropped = len(test.dropped)
-                found[nodeid] = confirmation_from(
-                    asked[nodeid],
-                    paired,
-                    command=command,
-                    pairs=test.pairs,
-                    pairs_dropped=dropped,
-                    stop=test.stop,
-                    note=f"{dropped} of {test.pairs} pairs dropped: host disturbed"
-                    if dropped
-                    else None,
-                )
-                log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {dropped} dropped")
+                for nodeid in again:
+                    replicas.setdefault(nodeid, failed)
+        for nodeid in again:
+            found[nodeid] = replicated(found[nodeid], replicas[nodeid])
     except RooflineError as exc:
         reason = f"the paired workers failed: {exc}"
         for nodeid in nodeids:
