@@ -246,12 +246,18 @@ def suite_for(scenario: str) -> str:
     return SUITE.replace(SCENARIO_LINE, f'SCENARIO = "{scenario}"')
 
 
-def make_project(root: Path, scenarios: list[str]) -> tuple[Path, Path]:
-    """The fixture repository (``base`` + a branch ``cand-<scenario>`` each) and a worktree of base."""
+def make_project(
+    root: Path, scenarios: list[str], *, confirm_time: str | None = None
+) -> tuple[Path, Path]:
+    """The fixture repository (``base`` + a branch ``cand-<scenario>`` each) and a worktree of base.
+
+    :param confirm_time: ``gate.confirm_time`` in its roofline.yaml (default: the gate's).
+    """
     repo = root / "repo"
     repo.mkdir()
     (repo / "pytest.ini").write_text("[pytest]\n")
-    (repo / "roofline.yaml").write_text(YAML)
+    gate = f"gate: {{confirm_time: {confirm_time}}}\n" if confirm_time else ""
+    (repo / "roofline.yaml").write_text(YAML + gate)
     (repo / ".gitignore").write_text(".roofline/\n*.json\n__pycache__/\n")
     for name in SUITE_FILES:
         (repo / name).write_text(suite_for("none"))
@@ -384,6 +390,10 @@ def main() -> None:
         "--history-runs", type=int, default=3, help="baseline runs saved before the first trial"
     )
     parser.add_argument("--peers", action="store_true", help="pytest-benchmark / asv rules too")
+    parser.add_argument(
+        "--confirm-time",
+        help="gate.confirm_time of the fixture project, e.g. 120s (default: the gate's)",
+    )
     parser.add_argument("--out", type=Path, help="write the log and tables here")
     parser.add_argument("--records", type=Path, help="write notable tests[] entries here")
     parser.add_argument("--raw", type=Path, help="append one JSON line per counted test-trial")
@@ -417,7 +427,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gate-validation-") as tmp:
         root = Path(tmp)
         store = options.store or root / "store.sqlite"
-        repo, base = make_project(root, scenarios)
+        repo, base = make_project(root, scenarios, confirm_time=options.confirm_time)
         bench = root / "bench"
         bench.mkdir()
         (bench / "pytest.ini").write_text("[pytest]\n")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,11 +41,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pytest_roofline.ab.pairs import corroborated_severity, paired_windows, pairs_to_drop
+from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
-from pytest_roofline.stats.paired import min_round_samples
-from pytest_roofline.vocabulary import QUANTILES
 
 __all__ = [
     "SIDES",
@@ -135,6 +132,8 @@ class WindowSettings:
     :param drop_disturbed: leave pairs with a host-disturbed window (either side's canary) out
         of what ``should_continue`` sees and of :attr:`TestWindows.kept`, keeping at least
         ``min_pairs`` (:func:`pytest_roofline.ab.pairs.pairs_to_drop`).
+    :param max_replacements: pairs run beyond ``max_pairs`` to replace dropped ones (``None``:
+        half of ``max_pairs``), so a disturbed host costs time before it costs the decision.
     """
 
     window_s: float = 0.2
@@ -146,6 +145,14 @@ class WindowSettings:
     window_timeout_s: float = 300.0
     start_timeout_s: float = 300.0
     drop_disturbed: bool = True
+    max_replacements: int | None = None
+
+    @property
+    def replacement_limit(self) -> int:
+        """Pairs that may replace dropped ones (none without ``drop_disturbed``)."""
+        if not self.drop_disturbed:
+            return 0
+        return self.max_pairs // 2 if self.max_replacements is None else self.max_replacements
 
     def __post_init__(self) -> None:
         if not (self.window_s > 0 and np.isfinite(self.window_s)):
@@ -156,6 +163,8 @@ class WindowSettings:
             )
         if self.look_every < 1:
             raise ValueError(f"look_every must be at least 1, got {self.look_every}")
+        if self.max_replacements is not None and self.max_replacements < 0:
+            raise ValueError(f"max_replacements must be >= 0, got {self.max_replacements}")
         if self.rewarm_s < 0 or (self.first_warmup_s is not None and self.first_warmup_s < 0):
             raise ValueError("warm-up times must be >= 0")
 
@@ -613,8 +622,13 @@ class PairedWorkers:
         error = None
         error_outcome = None
         pair = 0
+        kept = 0
         counts = dict.fromkeys(SIDES, 0)
-        while pair < settings.max_pairs:
+        # A pair dropped for a disturbed host is replaced by another, up to max_replacements
+        # more: else the canary's flags (4 of 8 pairs on the quiet host here) leave a test on
+        # its min_pairs and undecided. The drop depends on the canary only, never on the
+        # pair's own ratios, so the pairs kept are an unbiased sample.
+        while kept < settings.max_pairs and pair < settings.max_pairs + settings.replacement_limit:
             for side in pair_order(pair):
                 t0 = self._clock()
                 reply = self._workers[side].window(
@@ -634,11 +648,13 @@ class PairedWorkers:
                 stop = "error"
                 break
             pair += 1
+            before, kept = kept, pair - len(self._dropped(windows))
             if (
                 should_continue is not None
-                and pair >= settings.min_pairs
-                and pair < settings.max_pairs
-                and (pair - settings.min_pairs) % settings.look_every == 0
+                and kept > before
+                and kept >= settings.min_pairs
+                and kept < settings.max_pairs
+                and (kept - settings.min_pairs) % settings.look_every == 0
             ):
                 base, cand = _kept(windows, self._dropped(windows))
                 if not should_continue(nodeid, base, cand):
@@ -659,13 +675,9 @@ class PairedWorkers:
         """The complete pairs to leave out for a disturbed host (none without ``drop_disturbed``)."""
         if not self.settings.drop_disturbed:
             return ()
-        base = [w for w in windows if w.side == "baseline"]
-        cand = [w for w in windows if w.side == "candidate"]
-        severity = corroborated_severity(
-            [w.canary for w in base],
-            [w.canary for w in cand],
-            _log_ratios([(a.samples_s, b.samples_s) for a, b in zip(base, cand, strict=False)]),
-        )
+        base = [w.canary for w in windows if w.side == "baseline"]
+        cand = [w.canary for w in windows if w.side == "candidate"]
+        severity = [pair_severity(a, b) for a, b in zip(base, cand, strict=False)]
         return pairs_to_drop(severity, self.settings.min_pairs)
 
     def run(
@@ -711,23 +723,6 @@ class PairedWorkers:
             startup_s=self.startup_s,
             wall_s=self._clock() - began + self.startup_s,
         )
-
-
-def _log_ratios(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, list[float]]:
-    """Per gated quantile, each pair's ``log(candidate / baseline)`` of it; NaN where a window
-    holds too few samples for the quantile (:func:`~pytest_roofline.stats.paired.min_round_samples`)."""
-    out: dict[str, list[float]] = {}
-    for name, q in QUANTILES.items():
-        need = 1 if q == 0.5 else min_round_samples(q)
-        series = []
-        for base_s, cand_s in pairs:
-            if base_s.size < need or cand_s.size < need:
-                series.append(math.nan)
-                continue
-            base, cand = float(np.quantile(base_s, q)), float(np.quantile(cand_s, q))
-            series.append(math.log(cand / base) if base > 0 and cand > 0 else math.nan)
-        out[name] = series
-    return out
 
 
 def _kept(

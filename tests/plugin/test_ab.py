@@ -249,27 +249,34 @@ def work():
 )
 
 
-def test_an_unchanged_commit_ships_once_the_sequential_looks_decide(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = tmp_path / "same"
+def fake_clock_repo(root: Path, monkeypatch: pytest.MonkeyPatch, tests: str) -> Path:
+    """A one-commit repository of ``tests`` (``tests/test_k.py``) timed on FAKE_CONFTEST's clock."""
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
-    (root / "tests" / "test_k.py").write_text(
-        "import pytest\n\n\ndef test_k(roofline, work):\n    roofline(work)\n\n\n"
-        "@pytest.mark.skip(reason='not on this platform')\n"
-        "def test_skipped(roofline, work):\n    roofline(work)\n"
-    )
+    (root / "tests" / "test_k.py").write_text(tests)
     (root / "roofline.yaml").write_text(ROOFLINE_YAML)
     (root / "pytest.ini").write_text("[pytest]\nroofline_warmup = 1ms\n")
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    return root
+
+
+def test_an_unchanged_commit_ships_once_the_sequential_looks_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = fake_clock_repo(
+        tmp_path / "same",
+        monkeypatch,
+        "import pytest\n\n\ndef test_k(roofline, work):\n    roofline(work)\n\n\n"
+        "@pytest.mark.skip(reason='not on this platform')\n"
+        "def test_skipped(roofline, work):\n    roofline(work)\n",
+    )
     (root / "README").write_text("docs only\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "docs")
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     status = main(["ab", "--baseline=HEAD~1", "--rounds=8", "--json=out.json", *PYTEST_ARGS])
     err = capsys.readouterr().err
     document = json.loads((root / "out.json").read_text())
@@ -289,20 +296,12 @@ def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(
 ) -> None:
     # budget="0.8s" with --rounds=8: windows of 0.1 s, about 100 of the fake 1 ms calls each
     # (it was 0.8 s a window: a test with a marker budget took K times its budget per side).
-    root = tmp_path / "marked"
-    (root / "tests").mkdir(parents=True)
-    (root / "tests" / "conftest.py").write_text(FAKE_CONFTEST)
-    (root / "tests" / "test_k.py").write_text(
+    root = fake_clock_repo(
+        tmp_path / "marked",
+        monkeypatch,
         "import pytest\n\n\n@pytest.mark.roofline(budget='0.8s')\n"
-        "def test_k(roofline, work):\n    roofline(work)\n"
+        "def test_k(roofline, work):\n    roofline(work)\n",
     )
-    (root / "roofline.yaml").write_text(ROOFLINE_YAML)
-    (root / "pytest.ini").write_text("[pytest]\nroofline_warmup = 1ms\n")
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
     status = main(
         ["ab", "--baseline=HEAD", "--rounds=8", "--budget=0.2", "--json=out.json", *PYTEST_ARGS]
     )

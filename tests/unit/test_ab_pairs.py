@@ -12,12 +12,7 @@ import pytest
 
 from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
 from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin
-from pytest_roofline.ab.pairs import (
-    corroborated_severity,
-    pair_severity,
-    paired_windows,
-    pairs_to_drop,
-)
+from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
 from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.config.sla import SlaSpec
@@ -209,69 +204,11 @@ def test_the_stored_run_splits_back_into_the_kept_pairs(tmp_path: object) -> Non
     assert all(np.array_equal(a, b) for a, b in zip(samples.candidate, cand, strict=True))
 
 
-# ------------------------------------------------------------- a disturbance the pair itself shows
-def test_a_disturbed_pair_is_dropped_only_when_its_own_ratio_moved_the_disturbed_sides_way() -> (
-    None
-):
-    # Eight pairs whose p50 log ratios scatter around 0; the canary flags pair 2's candidate
-    # window (whose ratio is high: the candidate was slower), pair 5's candidate window (whose
-    # ratio is low: nothing the pair shows) and pair 6's baseline window (ratio high: the
-    # baseline was not the slower side).
-    logs = [0.01, -0.02, 0.30, 0.00, 0.02, -0.03, 0.25, -0.01]
-    base = [QUIET] * 8
-    cand = [QUIET] * 8
-    cand[2] = judgement("disturbed", 2.4)
-    cand[5] = judgement("disturbed", 3.6)
-    base[6] = judgement("disturbed", 3.0)
-    severity = corroborated_severity(base, cand, {"p50": logs})
-    assert severity[2] == pytest.approx(2.0)
-    assert severity[5] is None  # the canary cried wolf: the pair's ratio is typical
-    assert severity[6] is None  # the baseline side was flagged but the candidate was slower
-    assert [s is None for i, s in enumerate(severity) if i not in (2, 5, 6)] == [True] * 5
-    assert pairs_to_drop(severity, 4) == (2,)
+def test_dropped_pairs_are_replaced_up_to_half_of_max_pairs_by_default() -> None:
+    from pytest_roofline.ab.workers import WindowSettings
 
-
-def test_a_pair_disturbed_on_both_sides_is_dropped_when_its_ratio_is_atypical_either_way() -> None:
-    logs = [0.01, -0.02, -0.30, 0.00, 0.02, -0.03, 0.01, -0.01]
-    both = judgement("disturbed", 2.4)
-    base = [QUIET, QUIET, both, both, QUIET, QUIET, QUIET, QUIET]
-    cand = list(base)
-    severity = corroborated_severity(base, cand, {"p50": logs})
-    assert severity[2] == pytest.approx(2.0)
-    assert severity[3] is None
-
-
-def test_a_real_shift_of_every_pair_is_not_mistaken_for_a_disturbance() -> None:
-    # A 3x slower candidate: every ratio is high, so a flagged candidate window with a typical
-    # ratio for this comparison is kept (the deviation is taken from the pairs' median).
-    logs = [1.10, 1.08, 1.12, 1.09, 1.11, 1.10, 1.07, 1.13]
-    cand = [QUIET] * 8
-    cand[3] = judgement("disturbed", 2.4)
-    assert corroborated_severity([QUIET] * 8, cand, {"p50": logs})[3] is None
-
-
-def test_a_disturbed_pair_without_a_ratio_keeps_its_severity() -> None:
-    # No samples on a side (a ratio cannot be formed): the canary's word stands.
-    logs = [0.0, 0.01, float("nan"), -0.01, 0.0]
-    cand = [QUIET, QUIET, judgement("disturbed", 2.4), QUIET, QUIET]
-    assert corroborated_severity([QUIET] * 5, cand, {"p50": logs})[2] == pytest.approx(2.0)
-
-
-def test_too_few_pairs_to_judge_a_ratio_keep_the_canarys_word() -> None:
-    cand = [judgement("disturbed", 2.4), QUIET]
-    assert corroborated_severity([QUIET, QUIET], cand, {"p50": [0.0, 0.01]})[0] == (
-        pytest.approx(2.0)
-    )
-
-
-def test_a_burst_that_reaches_only_the_tail_corroborates_the_flag() -> None:
-    # Pair 4's candidate window was flagged; its p50 ratio is typical but its p99 ratio is not.
-    p50 = [0.01, -0.02, 0.0, 0.01, 0.0, -0.01, 0.02, -0.01]
-    p99 = [0.03, -0.05, 0.02, 0.01, 0.60, -0.04, 0.05, -0.02]
-    cand = [QUIET] * 8
-    cand[4] = judgement("disturbed", 2.4)
-    severity = corroborated_severity([QUIET] * 8, cand, {"p50": p50, "p99": p99})
-    assert severity[4] == pytest.approx(2.0)
-    # A tail without ratios (windows too short for p99) leaves the p50 to judge.
-    p99_short = [float("nan")] * 8
-    assert corroborated_severity([QUIET] * 8, cand, {"p50": p50, "p99": p99_short})[4] is None
+    assert WindowSettings(max_pairs=8).replacement_limit == 4
+    assert WindowSettings(max_pairs=16, max_replacements=2).replacement_limit == 2
+    assert WindowSettings(max_pairs=8, drop_disturbed=False).replacement_limit == 0
+    with pytest.raises(ValueError, match="max_replacements"):
+        WindowSettings(max_replacements=-1)
