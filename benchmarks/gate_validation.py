@@ -247,16 +247,23 @@ def suite_for(scenario: str) -> str:
 
 
 def make_project(
-    root: Path, scenarios: list[str], *, confirm_time: str | None = None
+    root: Path,
+    scenarios: list[str],
+    *,
+    confirm_time: str | None = None,
+    min_effect: str | None = None,
 ) -> tuple[Path, Path]:
     """The fixture repository (``base`` + a branch ``cand-<scenario>`` each) and a worktree of base.
 
     :param confirm_time: ``gate.confirm_time`` in its roofline.yaml (default: the gate's).
+    :param min_effect: ``gate.min_effect`` there, a YAML flow mapping (default: the gate's).
     """
     repo = root / "repo"
     repo.mkdir()
     (repo / "pytest.ini").write_text("[pytest]\n")
-    gate = f"gate: {{confirm_time: {confirm_time}}}\n" if confirm_time else ""
+    keys = [f"confirm_time: {confirm_time}"] if confirm_time else []
+    keys += [f"min_effect: {min_effect}"] if min_effect else []
+    gate = f"gate: {{{', '.join(keys)}}}\n" if keys else ""
     (repo / "roofline.yaml").write_text(YAML + gate)
     (repo / ".gitignore").write_text(".roofline/\n*.json\n__pycache__/\n")
     for name in SUITE_FILES:
@@ -394,6 +401,11 @@ def main() -> None:
         "--confirm-time",
         help="gate.confirm_time of the fixture project, e.g. 120s (default: the gate's)",
     )
+    parser.add_argument(
+        "--min-effect",
+        help="gate.min_effect of the fixture project, e.g. '{p95: 20%%, p99: 30%%}' "
+        "(default: the gate's)",
+    )
     parser.add_argument("--out", type=Path, help="write the log and tables here")
     parser.add_argument("--records", type=Path, help="write notable tests[] entries here")
     parser.add_argument("--raw", type=Path, help="append one JSON line per counted test-trial")
@@ -427,7 +439,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gate-validation-") as tmp:
         root = Path(tmp)
         store = options.store or root / "store.sqlite"
-        repo, base = make_project(root, scenarios, confirm_time=options.confirm_time)
+        repo, base = make_project(
+            root, scenarios, confirm_time=options.confirm_time, min_effect=options.min_effect
+        )
         bench = root / "bench"
         bench.mkdir()
         (bench / "pytest.ini").write_text("[pytest]\n")
