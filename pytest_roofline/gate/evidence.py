@@ -269,6 +269,9 @@ class TestEvidence:
     soak: SoakAssessment | None = None
     # Times the scheduler preempted this process while the test was measured (getrusage).
     involuntary_switches: int | None = None
+    # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
+    # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
+    history_runs: int = 0
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -654,6 +657,7 @@ def evaluate(
         else None,
         fail_thresholds=context.fail_thresholds if entry is not None else {},
         same_code=context.same_code and entry is not None,
+        history_runs=len(entry.history_samples) + 1 if entry is not None else 0,
         involuntary_switches=watched.host.involuntary_switches
         if watched is not None and watched.host is not None
         else None,

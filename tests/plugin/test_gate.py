@@ -77,7 +77,7 @@ def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_bound
     gate_project: pytest.Pytester,
 ) -> None:
     save_baseline(gate_project)
-    set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
+    set_costs(gate_project, test_a={"ms": 3.0}, test_b={"ms": 1.0})
     result, document = run(gate_project, "--roofline-baseline=main")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -95,7 +95,7 @@ def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_bound
     assert tests["test_k.py::test_a"]["change"]["p95"]["verdict"] == "regression"
     replay = tests["test_k.py::test_a"]["replay"]
     assert (replay["attempted"], replay["count"], replay["reproduced"]) == (True, 1, True)
-    assert replay["ratios"]["p95"][0] == pytest.approx(2.0, rel=0.1)
+    assert replay["ratios"]["p95"][0] == pytest.approx(3.0, rel=0.1)
     assert tests["test_k.py::test_b"]["decision"] == "ship"
     assert document["decision"] == "rollback"
     assert document["observability"]["replay_success_rate"] == 1.0
@@ -122,7 +122,7 @@ def test_an_improvement_ships_and_is_reported(gate_project: pytest.Pytester) -> 
 
 def test_gate_never_reports_but_does_not_fail(gate_project: pytest.Pytester) -> None:
     save_baseline(gate_project)
-    set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
+    set_costs(gate_project, test_a={"ms": 3.0}, test_b={"ms": 1.0})
     result, document = run(gate_project, "--roofline-baseline=main", "--roofline-gate=never")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
@@ -250,7 +250,7 @@ def test_several_changed_layers_make_a_regression_an_escalation(
     run(
         gate_project, "--roofline-save=main", "--roofline-tag=dataset=v1", "--roofline-tag=model=m1"
     )
-    set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
+    set_costs(gate_project, test_a={"ms": 3.0}, test_b={"ms": 1.0})
     result, document = run(
         gate_project,
         "--roofline-baseline=main",
@@ -270,7 +270,7 @@ def test_one_changed_layer_is_named_as_the_first_failing_layer(
 ) -> None:
     set_costs(gate_project, test_a={"ms": 1.0}, test_b={"ms": 1.0})
     run(gate_project, "--roofline-save=main", "--roofline-tag=model=m1")
-    set_costs(gate_project, test_a={"ms": 2.0}, test_b={"ms": 1.0})
+    set_costs(gate_project, test_a={"ms": 3.0}, test_b={"ms": 1.0})
     result, document = run(gate_project, "--roofline-baseline=main", "--roofline-tag=model=m2")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["Layer:     model (first changed layer since the baseline)"])

@@ -127,7 +127,7 @@ def test_a_disturbed_window_is_measured_again_once_the_canary_recovers(
     run(canary_project, "--roofline-save=main")
     # The host recovers after one wait: the test is measured again on a quiet host, and the
     # regression measured there rolls back.
-    set_state(canary_project, ms=2.0, canary_x=3.0, waits=1)
+    set_state(canary_project, ms=3.0, canary_x=3.0, waits=1)
     result, document = run(canary_project, "--roofline-baseline=main")
     (test,) = document["tests"]
     assert test["host"]["state"] == "quiet"

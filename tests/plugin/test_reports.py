@@ -63,7 +63,7 @@ def reports(pytester: pytest.Pytester) -> tuple[pytest.RunResult, dict[str, Any]
     pytester.runpytest(
         "--roofline", "--roofline-save=main", "--roofline-tag=model=<b>v1</b>"
     ).assert_outcomes(passed=2)
-    set_costs(pytester, test_slow={"ms": 2.0}, test_fine={"ms": 1.0})
+    set_costs(pytester, test_slow={"ms": 3.0}, test_fine={"ms": 1.0})
     result = pytester.runpytest(
         "--roofline", "--roofline-baseline=main", "--roofline-tag=model=<b>v2</b>",
         "--roofline-json=out/run.json", "--roofline-report=out/report.html", "--roofline-markdown=out/summary.md",

@@ -61,6 +61,7 @@ def evidence(**overrides: Any) -> TestEvidence:
         baseline_point=None, bound_change=None, efficiency_ratio=None, drift=None, quality=(),
         missing_quality=(), precision_change=None, counter_completeness=0.7, cpu_share=0.98,
         needs_counters=False, batched=False, layers_changed=(), hardware_differs=None, family_size=10,
+        history_runs=10,
     )  # fmt: skip
     fields.update(overrides)
     return TestEvidence(**fields)
@@ -78,6 +79,11 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({}, "ship", "p95"),
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED}, "rollback", "p95 regressed x1.800 [1.700, 1.900]"),
         ({"comparisons": {"p95": REGRESSION}}, "rollback", "p95 regressed"),  # replay off
+        # A label of fewer than 3 runs: the floor is the default, so x2 is the bar.
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "history_runs": 2}, "escalate", "the label has 2 run(s), fewer than 3: its noise floor for this test is the default, not measured: below x2 (lower bound x1.700)"),
+        ({"comparisons": {"p95": REGRESSION}, "history_runs": 1, "confirmation": Confirmation("unavailable", "the baseline run had uncommitted changes", {}, command="pytest-roofline ab --baseline=abc -- 't.py::k'")}, "escalate", "settle it with pytest-roofline ab --baseline=abc"),
+        ({"comparisons": {"p95": comparison("regression", 2.6, 2.2, 3.0)}, "replay": REPRODUCED, "history_runs": 1}, "rollback", "p95 regressed x2.600"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "history_runs": 3}, "rollback", "p95 regressed x1.800"),
         ({"comparisons": {"p95": REGRESSION}, "replay": NOT_REPRODUCED}, "escalate", "did not reproduce on replay"),
         ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(False, 0, None)}, "escalate", "not yet confirmed"),
         ({"comparisons": {"p95": comparison("suspect", 1.5, 0.98, 2.0)}}, "escalate", "above the margin +37% but not established"),
