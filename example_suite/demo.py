@@ -224,14 +224,22 @@ def matches(nodeid: str, pattern: str) -> bool:
     return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), nodeid) is not None
 
 
-_HOST_REASONS = ("the host was disturbed", "the host runs slower than when the baseline")
+_TIMING_NOT_ENOUGH = (
+    "the host was disturbed",
+    "the host runs slower than when the baseline",
+    # The demo's baseline label has one run, so its noise floor is the default: an unconfirmed
+    # change whose interval does not clear x2 escalates (fp16's GEMM, which numpy runs without
+    # BLAS, slows only about 2.5x, and its interval can reach below x2 on a busy host).
+    "its noise floor for this test is the default, not measured",
+)
 
 
 def host_excuse(test: Test) -> str | None:
     """Why the gate would not roll back on this test's timing: the host canary saw the host
-    disturbed during the test, or slower than when the baseline was recorded (None if not)."""
+    disturbed during the test, or slower than when the baseline was recorded, or the change's
+    interval stayed below x2 against a label too short for a measured noise floor (None if not)."""
     for reason in test.get("reasons", ()):
-        for phrase in _HOST_REASONS:
+        for phrase in _TIMING_NOT_ENOUGH:
             if phrase in reason:
                 return phrase
     return None

@@ -21,8 +21,20 @@ import numpy as np
 from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSettings
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
-from pytest_roofline.gate.evidence import GATED_QUANTILES, BaselineEntry, TestEvidence, evaluate
-from pytest_roofline.gate.paired_looks import PairedStop, paired_look_detail, paired_plan
+from pytest_roofline.gate.confirm import confirmation_from, is_regression_check, replicated
+from pytest_roofline.gate.evidence import (
+    GATED_QUANTILES,
+    BaselineEntry,
+    Confirmation,
+    TestEvidence,
+    evaluate,
+)
+from pytest_roofline.gate.paired_looks import (
+    PairedStop,
+    paired_look,
+    paired_look_detail,
+    paired_plan,
+)
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
@@ -34,6 +46,7 @@ from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork, bound_change_between, is_positive_finite
 from pytest_roofline.stats import paired
 from pytest_roofline.stats.paired import PairedComparison
+from pytest_roofline.stats.results import QuantileComparison
 from pytest_roofline.stats.sequential import SequentialPlan
 from pytest_roofline.stats.threeway import GateMargin, gate_margin
 from pytest_roofline.store import Store, StoredResult, StoredRun
@@ -48,6 +61,7 @@ __all__ = [
     "analyse_windows",
     "load_paired",
     "paired_margin",
+    "regressed",
 ]
 
 DESIGN = "paired"
@@ -169,6 +183,8 @@ class _PairedInput:
     cand_payload: Mapping[str, Any] | None
     batch_size: Mapping[str, tuple[int | None, ...]]
     facts: PairedTest = field(default_factory=PairedTest)
+    # What a second pair of worker processes found (``replication``), if one measured it.
+    replication: Confirmation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +322,74 @@ def ab_plan(gate: GateSettings, settings: WindowSettings, tests: int) -> Sequent
     )
 
 
+def regressed(
+    tests: Mapping[str, TestWindows], gate: GateSettings, settings: WindowSettings
+) -> list[str]:
+    """The tests whose windows show a regression (some gated quantile DIFFERENT), at the look
+    their alternation stopped at, as :func:`analyse_windows` will compare them."""
+    margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
+    plan = ab_plan(gate, settings, len(tests))
+    found = []
+    for nodeid, test in tests.items():
+        base, cand = test.kept
+        if test.error is None and base and cand:
+            final = test.stop != "decided"
+            if is_regression_check(
+                paired_look(base, cand, margins, plan, alpha=gate.alpha, final=final)
+            ):
+                found.append(nodeid)
+    return found
+
+
+def replication(
+    test: TestWindows,
+    first: Mapping[str, QuantileComparison],
+    replica: TestWindows,
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    gate: GateSettings,
+    command: str,
+) -> Confirmation:
+    """A regression the first pair of workers found, measured again by a second pair.
+
+    One pair of workers is one process per side, and a process can run a test 20% slower for
+    its whole life (``gate.confirm.replicated``); so ``ab`` rolls a test back only if a fresh
+    pair finds the regression too. A second pair that failed or measured nothing leaves it
+    unconfirmed.
+
+    :param first: the first pair's comparisons (decided at its look).
+    """
+    asked = [name for name, c in first.items() if c.outcome == "different"]
+    found = confirmation_from(
+        asked,
+        first,
+        command=command,
+        pairs=test.pairs,
+        pairs_dropped=len(test.dropped),
+        stop=test.stop,
+    )
+    base, cand = replica.kept
+    if replica.error is not None or not (base and cand):
+        again = Confirmation(
+            state="unavailable",
+            reason="the second pair of worker processes measured nothing: "
+            + (replica.error or "no complete window pair").splitlines()[0],
+        )
+    else:
+        final = replica.stop != "decided"
+        dropped = len(replica.dropped)
+        again = confirmation_from(
+            asked,
+            paired_look(base, cand, margins, plan, alpha=gate.alpha, final=final),
+            command=command,
+            pairs=replica.pairs,
+            pairs_dropped=dropped,
+            stop=replica.stop,
+            note=f"{dropped} of {replica.pairs} pairs dropped: host disturbed" if dropped else None,
+        )
+    return replicated(found, again)
+
+
 def analyse_windows(
     tests: Mapping[str, TestWindows],
     *,
@@ -322,6 +406,7 @@ def analyse_windows(
     started: float,
     finished: float,
     max_pairs: int | None = None,
+    replicas: Mapping[str, TestWindows] | None = None,
 ) -> tuple[RunDocument, list[StoredResult]]:
     """Compare, decide and build the document of a paired run measured on persistent workers.
 
@@ -336,6 +421,9 @@ def analyse_windows(
     :param candidate: the candidate's.
     :param max_pairs: ``run.rounds`` (default: the most pairs any test ran).
     :param run_reasons: run-level problems (e.g. a test failing on one side): they escalate.
+    :param replicas: the windows a second pair of workers measured for the tests the first pair
+        found regressed (:func:`regressed`); such a test rolls back only if both pairs find it
+        (:func:`replication`). ``None``: not replicated, the first pair decides.
     :returns: as :func:`analyse_rounds`: the candidate's pooled samples as each result's
         samples, the baseline's and every kept pair's sample counts under ``payload["paired"]``
         (with ``pairs`` run, ``pairs_dropped`` and ``stop``).
@@ -372,6 +460,14 @@ def analyse_windows(
         if base and cand:
             comparisons[nodeid] = paired_look_detail(
                 base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
+            )
+        if replicas is not None and nodeid in replicas and nodeid in comparisons:
+            first = {name: c.comparison for name, c in comparisons[nodeid].items()}
+            inputs[nodeid] = replace(
+                inputs[nodeid],
+                replication=replication(
+                    test, first, replicas[nodeid], margins, plan, gate, replay_command(nodeid)
+                ),
             )
     k = max_pairs if max_pairs is not None else max((t.pairs for t in tests.values()), default=0)
     document, stored = _analyse(
@@ -472,6 +568,8 @@ def _analyse(
                 base_rounds, cand_rounds, 0.5, delta=paired_margin(gate, "p50"), alpha=gate.alpha
             )
             evidence = _paired_roofline(evidence, result.measurement.declared, target, p50)
+            if given.replication is not None:
+                evidence = replace(evidence, confirmation=given.replication)
         counts = {
             "baseline": tuple(a.size for a in base_rounds),
             "candidate": tuple(a.size for a in cand_rounds),

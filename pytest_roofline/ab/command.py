@@ -20,7 +20,10 @@ steps:
    ``--budget / K`` (a marker's ``budget=`` takes the place of ``--budget`` for its test), so a
    test that runs to the maximum spends the budget per side that ``--budget`` (or its marker)
    names.
-5. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
+5. Measure every test the windows found regressed again, on a fresh pair of workers: one
+   process can run a test 20% slower for its whole life, so a rollback rests on two pairs
+   (:func:`~pytest_roofline.ab.analysis.replication`); a test only one pair finds escalates.
+6. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
    store as one run (``design="paired"``) that keeps both sides' samples and every sample's pair.
 """
 
@@ -40,6 +43,7 @@ from pytest_roofline.ab.analysis import (
     ab_plan,
     analyse_windows,
     paired_margin,
+    regressed,
 )
 from pytest_roofline.ab.git import add_worktree, remove_worktree
 from pytest_roofline.ab.plan import SIDES, AbOptions, Plan, make_plan, side_trees
@@ -142,8 +146,12 @@ def _measure(
     scratch: Path,
     user_args: tuple[str, ...],
     log: Callable[[str], None],
-) -> tuple[dict[str, TestWindows], PairedWorkers, list[str]]:
-    """Start both workers, check them, measure every common test; the workers are stopped."""
+) -> tuple[dict[str, TestWindows], dict[str, TestWindows], PairedWorkers, list[str]]:
+    """Start both workers, check them, measure every common test; the workers are stopped.
+
+    Then a fresh pair of workers measures again every test the first pair found regressed
+    (:func:`_replicate`): the second dict. The :class:`PairedWorkers` returned is the first pair.
+    """
     specs = {}
     for side in SIDES:
         store = scratch / f"store-{side}.sqlite"
@@ -183,11 +191,11 @@ def _measure(
                 margins, ab_plan(plan.gate, settings, len(both)), alpha=plan.gate.alpha
             )
             budgets = workers.collected["candidate"].budgets_s
+            # A marker's budget= is the test's budget per side, as --budget is: spread over
+            # the most pairs it may get.
+            window_s = {n: budgets.get(n, plan.budget_s) / settings.max_pairs for n in both}
             for i, nodeid in enumerate(both):
-                # A marker's budget= is the test's budget per side, as --budget is: spread
-                # over the most pairs it may get.
-                window_s = budgets.get(nodeid, plan.budget_s) / settings.max_pairs
-                test = workers.measure_test(nodeid, rule, window_s=window_s)
+                test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
                 tests[nodeid] = test
                 # A test skipped on a side (a platform condition) is not compared, as in a
                 # pytest run; one that fails or measures nothing on a side escalates the run.
@@ -203,7 +211,41 @@ def _measure(
     # What the tests imported while they ran counts too (lazy imports inside a test).
     for side, probe in workers.final_probes.items():
         _check(side, probe, trees, "after the windows")
-    return tests, workers, reasons
+    again = regressed(tests, plan.gate, settings)
+    replicas = _replicate(again, specs, settings, rule, window_s, trees, log) if again else {}
+    return tests, replicas, workers, reasons
+
+
+def _replicate(
+    nodeids: list[str],
+    specs: Mapping[Side, SideSpec],
+    settings: WindowSettings,
+    rule: AssessedStop,
+    window_s: Mapping[str, float],
+    trees: Mapping[Side, Tree],
+    log: Callable[[str], None],
+) -> dict[str, TestWindows]:
+    """Measure ``nodeids`` again on a fresh pair of workers (``analysis.replication``).
+
+    A worker pair that fails leaves each test with an ``error`` entry: unconfirmed, escalated.
+    """
+    log(f"measuring {len(nodeids)} regressed test(s) again on a second pair of worker processes")
+    replicas: dict[str, TestWindows] = {}
+    try:
+        with PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log) as workers:
+            for side in SIDES:
+                _check(side, workers.collected[side].probe, trees, "at collection")
+            for nodeid in nodeids:
+                test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
+                replicas[nodeid] = test
+                log(f"[again] {nodeid}: {test.pairs} window pairs ({test.stop})")
+    except WorkerError as exc:
+        for nodeid in nodeids:
+            replicas.setdefault(
+                nodeid,
+                TestWindows(nodeid, (), 0, "error", 0.0, error=str(_worker_failure(exc, trees))),
+            )
+    return replicas
 
 
 def _round_seconds(tests: Mapping[str, TestWindows]) -> tuple[RoundTiming, ...]:
@@ -264,7 +306,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             ):
                 python = resolve_python(given, trees[side].workdir, f"--{side}-python")
                 trees[side] = replace(trees[side], python=python)
-            tests, workers, run_reasons = _measure(
+            tests, replicas, workers, run_reasons = _measure(
                 plan, trees, envs, settings, scratch=scratch, user_args=user_args, log=log
             )
         finally:
@@ -298,6 +340,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         started=started,
         finished=finished,
         max_pairs=plan.rounds,
+        replicas=replicas,
     )
     wall_s = time.perf_counter() - wall_start
     probes = {side: workers.final_probes.get(side) or collected[side].probe for side in SIDES}

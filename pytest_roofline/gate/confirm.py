@@ -16,6 +16,7 @@ out; the git and worker parts live in the plugin.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -133,7 +134,7 @@ def confirmation_from(
     else:
         state = "inconclusive"
     seen = ", ".join(
-        f"{name} {outcome.upper() if outcome else 'not compared'}"
+        f"{name} {outcome.upper() if outcome else 'not compared'}{_figures(paired.get(name))}"
         for name, outcome in outcomes.items()
     )
     reason = f"{_PAIRED_PREFIX}{seen or 'nothing to settle'}"
@@ -148,6 +149,13 @@ def confirmation_from(
         pairs_dropped=pairs_dropped,
         stop=stop,
     )
+
+
+def _figures(c: stats.QuantileComparison | None) -> str:
+    """`` x1.480 [1.302, 1.620]`` for a comparison with an interval, else nothing."""
+    if c is None or not (math.isfinite(c.ratio) and math.isfinite(c.ci.low)):
+        return ""
+    return f" x{c.ratio:.3f} [{c.ci.low:.3f}, {c.ci.high:.3f}]"
 
 
 def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
@@ -181,4 +189,5 @@ def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
         comparisons=dict(second.comparisons) or dict(first.comparisons),
         pairs=pairs,
         pairs_dropped=dropped,
+        disputed=True,
     )

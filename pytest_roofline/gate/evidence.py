@@ -220,6 +220,9 @@ class Confirmation:
     pairs: int | None = None
     pairs_dropped: int | None = None
     stop: str | None = None
+    # A first pair of worker processes found the regression and a second did not
+    # (``gate.confirm.replicated``): whatever either found, the processes differ, not the code.
+    disputed: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -357,7 +357,9 @@ def _settled_by_paired_rounds(
     quantile's regression stopped the rounds first (the test's regression is established; this
     quantile is noted as not decided). On the same clean commit both worktrees hold the same
     code, so a paired DIFFERENT below ``gate.max_margin`` is a difference between the two
-    worker processes, not a change: it escalates.
+    worker processes, not a change: it escalates. So does a regression two pairs of worker
+    processes disagree on (``disputed``), whatever the second pair found. In a paired run
+    (``ab``) the confirmation is that second pair's measurement of the run's own regression.
 
     :param c: the first look's comparison (DIFFERENT or UNKNOWN).
     :param text: the first look, as a reason line.
@@ -371,7 +373,10 @@ def _settled_by_paired_rounds(
     outcome = paired.outcome if paired is not None else None
     margin = e.margins.get(name)
     cap = margin.max_margin if margin is not None else DEFAULT_MAX_MARGIN
-    if paired is not None and outcome == "different":
+    if confirmation.disputed:
+        escalate.append(f"{text}; {confirmation.reason}")
+        missing.append("a regression that both pairs of worker processes find")
+    elif paired is not None and outcome == "different":
         if e.same_code and not paired.ci.low >= 1.0 + cap:
             escalate.append(
                 f"{text}; paired rounds find {seen}, but both sides are the same commit with no "
@@ -379,6 +384,9 @@ def _settled_by_paired_rounds(
                 "worker processes, not a change"
             )
             missing.append("a change of the code to attribute the slowdown to")
+        elif e.design == "paired":
+            # ab's own windows found it; the reason says whether a second pair of workers did.
+            rollback.append(f"{text}; {confirmation.reason}")
         else:
             rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
     elif paired is not None and outcome == "same":

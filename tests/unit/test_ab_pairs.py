@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
-from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin
+from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin, regressed
 from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
 from pytest_roofline.config.settings import GateSettings
@@ -148,7 +148,9 @@ def collect(side: Side, commit: str) -> CollectInfo:
     )  # fmt: skip
 
 
-def analyse(test: TestWindows) -> tuple[dict[str, object], list[object]]:
+def analyse(
+    test: TestWindows, replica: TestWindows | None = None
+) -> tuple[dict[str, object], list[object]]:
     gate = GateSettings()
     document, stored = analyse_windows(
         {NODEID: test},
@@ -160,6 +162,7 @@ def analyse(test: TestWindows) -> tuple[dict[str, object], list[object]]:
         started=1.0,
         finished=2.0,
         max_pairs=8,
+        replicas=None if replica is None else {NODEID: replica},
     )
     return document.to_json(), list(stored)
 
@@ -212,3 +215,38 @@ def test_dropped_pairs_are_replaced_up_to_half_of_max_pairs_by_default() -> None
     assert WindowSettings(max_pairs=8, drop_disturbed=False).replacement_limit == 0
     with pytest.raises(ValueError, match="max_replacements"):
         WindowSettings(max_replacements=-1)
+
+
+# ------------------------------------------------------------------ a second pair of workers
+def test_a_regression_a_second_pair_of_workers_finds_too_rolls_back() -> None:
+    first = TestWindows(NODEID, windows(1.5, 6, {}), pairs=6, stop="decided", wall_s=1.0)
+    again = TestWindows(NODEID, windows(1.5, 6, {}, seed=1), pairs=6, stop="decided", wall_s=1.0)
+    assert regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
+    document, _ = analyse(first, again)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["decision"] == "rollback"
+    assert test["confirmation"]["state"] == "confirmed"
+    assert test["confirmation"]["pairs"] == 12
+    assert any("reproduced by a second pair of worker processes" in r for r in test["reasons"])
+
+
+def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
+    # The first pair's candidate process ran the unchanged test 1.5x slower; a fresh pair does not.
+    first = TestWindows(NODEID, windows(1.5, 6, {}), pairs=6, stop="decided", wall_s=1.0)
+    again = TestWindows(NODEID, windows(1.0, 8, {}, seed=1), pairs=8, stop="decided", wall_s=1.0)
+    document, _ = analyse(first, again)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["decision"] == "escalate"
+    assert test["confirmation"]["state"] == "inconclusive"
+    assert any("a second pair of worker processes did not find it" in r for r in test["reasons"])
+    # A second pair that measured nothing confirms nothing either.
+    failed = TestWindows(NODEID, (), 0, "error", 0.0, error="worker pid 7 died\ntraceback")
+    document, _ = analyse(first, failed)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["decision"] == "escalate"
+    assert any("measured nothing: worker pid 7 died" in r for r in test["reasons"])
+
+
+def test_an_unchanged_test_is_not_measured_again() -> None:
+    same = TestWindows(NODEID, windows(1.0, 8, {}), pairs=8, stop="decided", wall_s=1.0)
+    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == []

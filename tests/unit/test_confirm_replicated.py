@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pytest_roofline.gate.confirm import confirmation_from, replicated
 from pytest_roofline.gate.evidence import Confirmation
+from pytest_roofline.gate.policy import decide_test
 
-from .test_policy import comparison
+from .test_policy import comparison, evidence
 
 DIFFERENT = {"p50": comparison("regression", 1.22, 1.09, 1.29, quantile=0.5)}
 SAME = {"p50": comparison("ok", 1.01, 0.97, 1.03, quantile=0.5)}
@@ -22,7 +23,10 @@ def test_a_regression_both_pairs_of_processes_find_is_confirmed() -> None:
     both = replicated(first, second)
     assert both.state == "confirmed"
     assert (both.pairs, both.pairs_dropped) == (14, 1)
-    assert "reproduced by a second pair of worker processes (p50 DIFFERENT)" in both.reason
+    assert (
+        "reproduced by a second pair of worker processes (p50 DIFFERENT x1.220 [1.090, 1.290])"
+        in both.reason
+    )
 
 
 def test_a_regression_only_one_pair_of_processes_finds_is_inconclusive() -> None:
@@ -42,3 +46,27 @@ def test_a_second_pair_that_could_not_run_leaves_the_regression_unconfirmed() ->
 def test_what_the_first_pair_did_not_confirm_is_left_as_it_is() -> None:
     first = confirmation(SAME)
     assert replicated(first, confirmation(DIFFERENT)) is first
+
+
+def test_a_regression_the_second_pair_rules_out_still_escalates() -> None:
+    # The second pair's SAME does not outvote the first pair's DIFFERENT: they disagree.
+    first_look = comparison("regression", 1.22, 1.09, 1.29, quantile=0.5)
+    decided = decide_test(
+        evidence(
+            comparisons={"p50": first_look},
+            confirmation=replicated(confirmation(DIFFERENT), confirmation(SAME)),
+        )
+    )
+    assert decided.decision == "escalate"
+    assert any("did not find it" in r for r in decided.reasons), decided.reasons
+
+
+def test_an_ab_regression_rolls_back_only_when_a_second_pair_finds_it_too() -> None:
+    found = DIFFERENT["p50"]
+    both = replicated(confirmation(DIFFERENT), confirmation(DIFFERENT))
+    rolled = decide_test(evidence(comparisons={"p50": found}, design="paired", confirmation=both))
+    assert rolled.decision == "rollback"
+    assert any("reproduced by a second pair of worker processes" in r for r in rolled.reasons)
+    disputed = replicated(confirmation(DIFFERENT), confirmation(SAME))
+    held = decide_test(evidence(comparisons={"p50": found}, design="paired", confirmation=disputed))
+    assert held.decision == "escalate"
