@@ -85,9 +85,9 @@ class GateSettings:
     replay: int = DEFAULTS.replay
     history: int = DEFAULTS.history
     confirm: Confirm = DEFAULTS.confirm
-    # How long paired rounds may spend settling UNKNOWN first looks (regressions are always
-    # confirmed); None: as long as the session has run so far, at least
-    # DEFAULTS.min_confirm_time_s.
+    # How long each pair of worker processes may spend on paired rounds (first-look
+    # regressions first, then UNKNOWN first looks); 0 settles no UNKNOWN first look; None: as
+    # long as the session has run so far, at least DEFAULTS.min_confirm_time_s.
     confirm_time_s: float | None = None
 
     def settle_time_s(self, session_s: float) -> float:
@@ -95,6 +95,14 @@ class GateSettings:
         run ``session_s`` seconds: ``gate.confirm_time``, or by default as long again (so the
         rounds at most double a run), at least ``DEFAULTS.min_confirm_time_s``."""
         if self.confirm_time_s is not None:
+            return self.confirm_time_s
+        return max(DEFAULTS.min_confirm_time_s, session_s)
+
+    def confirm_time_for_regressions_s(self, session_s: float) -> float:
+        """The time paired rounds may spend confirming first-look regressions: as
+        :meth:`settle_time_s`, except that ``gate.confirm_time: 0`` (settle nothing) leaves the
+        regressions their default time. A regression not reached in time stays unconfirmed."""
+        if self.confirm_time_s:
             return self.confirm_time_s
         return max(DEFAULTS.min_confirm_time_s, session_s)
 

@@ -232,6 +232,7 @@ def confirm_tests(
     windows: WindowSettings = CONFIRM_WINDOWS,
     required: Collection[str] | None = None,
     settle_s: float = math.inf,
+    confirm_s: float = math.inf,
     clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Confirmation]:
@@ -240,9 +241,11 @@ def confirm_tests(
 
     :param asked: node id -> the quantiles its first look found DIFFERENT or UNKNOWN, in the
         order the tests are measured (regressions first).
-    :param required: the node ids always measured (first-look regressions; default: all).
-        Any other is measured only while less than ``settle_s`` seconds (by ``clock``) have
-        passed since the rounds began, and is otherwise ``unavailable``, saying so.
+    :param required: the node ids of first-look regressions (default: all): each is measured
+        while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
+        began; any other only while less than ``settle_s`` have. A test not reached is
+        ``unavailable``, saying so. The second pair of workers, which measures again what the
+        first confirmed, has ``confirm_s`` of its own.
     :param call_s: node id -> its per-call time (the first look's p50), to size its windows.
     :param rootdir: pytest's rootdir; node ids are relative to it in both trees.
     :param store_path: the user's store, whose cached host calibration seeds the workers'.
@@ -282,6 +285,7 @@ def confirm_tests(
                 windows=windows,
                 required=set(asked) if required is None else set(required),
                 settle_s=settle_s,
+                confirm_s=confirm_s,
                 clock=clock,
                 log=log,
             )
@@ -290,6 +294,21 @@ def confirm_tests(
             claim.release()
             if trouble:
                 log(trouble)
+
+
+def _out_of_time(regression: bool, spent_s: float, confirm_s: float, settle_s: float) -> str:
+    """Why a test's rounds may not start after ``spent_s`` seconds of them ('' if they may)."""
+    if regression and spent_s >= confirm_s:
+        return (
+            f"the paired rounds had spent the session's {confirm_s:.0f} s for confirming "
+            "first-look regressions (gate.confirm_time) before reaching it"
+        )
+    if not regression and spent_s >= settle_s:
+        return (
+            f"the paired rounds had spent the session's {settle_s:.0f} s for settling UNKNOWN "
+            "first looks (gate.confirm_time)"
+        )
+    return ""
 
 
 def _all_unavailable(nodeids: Sequence[str], commit: str, reason: str) -> dict[str, Confirmation]:
@@ -313,6 +332,7 @@ def _measure(
     windows: WindowSettings,
     required: Collection[str],
     settle_s: float,
+    confirm_s: float,
     clock: Callable[[], float],
     log: Callable[[str], None],
 ) -> dict[str, Confirmation]:
@@ -382,12 +402,10 @@ def _measure(
     try:
         with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
             for nodeid in nodeids:
-                if nodeid not in required and clock() - began >= settle_s:
+                late = _out_of_time(nodeid in required, clock() - began, confirm_s, settle_s)
+                if late:
                     found[nodeid] = Confirmation(
-                        state="unavailable",
-                        reason=f"the paired rounds had spent the session's {settle_s:.0f} s "
-                        "for settling UNKNOWN first looks (gate.confirm_time)",
-                        command=ab_command(nodeid, commit),
+                        state="unavailable", reason=late, command=ab_command(nodeid, commit)
                     )
                     continue
                 found[nodeid] = confirm(workers, nodeid)
@@ -398,8 +416,14 @@ def _measure(
         if again:
             try:
                 with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
+                    second_began = clock()
                     for nodeid in again:
-                        replicas[nodeid] = confirm(workers, nodeid)
+                        late = _out_of_time(True, clock() - second_began, confirm_s, settle_s)
+                        replicas[nodeid] = (
+                            Confirmation(state="unavailable", reason=f"second pair: {late}")
+                            if late
+                            else confirm(workers, nodeid)
+                        )
             except RooflineError as exc:
                 failed = Confirmation(
                     state="unavailable", reason=f"the second pair of workers failed: {exc}"

@@ -650,17 +650,20 @@ class RooflineSession:
         """Confirm the first looks that found a regression; return how many now fail the run."""
         plan = self.confirm_plan
         assert plan.commit is not None
-        # First-look regressions first: they are always confirmed; UNKNOWN first looks are
-        # settled while the session's settling time lasts.
+        # First-look regressions first, while gate.confirm_time lasts; then UNKNOWN first looks
+        # are settled while the session's settling time lasts.
         required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
         nodeids = required + [n for n in self._pending if n not in required]
-        settle_s = self.settings.gate.settle_time_s(time.time() - self.started)
+        session_s = time.time() - self.started
+        settle_s = self.settings.gate.settle_time_s(session_s)
+        confirm_s = self.settings.gate.confirm_time_for_regressions_s(session_s)
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
         settling = len(nodeids) - len(required)
         log(
             f"confirming {len(required)} first-look regression(s) with paired rounds against "
             f"a worktree of {plan.commit[:12]}"
+            + (f" for up to {confirm_s:.0f} s" if required else "")
             + (
                 f", and settling {settling} UNKNOWN first look(s) for up to {settle_s:.0f} s"
                 if settling
@@ -671,6 +674,7 @@ class RooflineSession:
             {n: _asked_quantiles(self.records[n]) for n in nodeids},
             required=required,
             settle_s=settle_s,
+            confirm_s=confirm_s,
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,

@@ -136,6 +136,27 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     assert "confirmed by paired rounds" in " ".join(test["reasons"])
 
 
+def test_a_regression_the_rounds_do_not_reach_within_the_confirm_time_stays_unconfirmed(
+    repo: Path,
+) -> None:
+    # gate.confirm_time bounds the paired rounds, regressions included: 1 ms is spent before the
+    # workers have started, so the first look is decided on the two-run evidence alone.
+    (repo / "roofline.yaml").write_text(ROOFLINE_YAML + "gate: {confirm_time: 1ms}\n")
+    (repo / "kernel.py").write_text("MS = 6\n")
+    git(repo, "commit", "-q", "-am", "B: three times the work, and a short confirm_time")
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json")
+    assert "confirming 1 first-look regression(s) with paired rounds" in done.stdout
+    assert "for up to 0 s" in done.stdout, done.stdout
+    test = record_of(repo)
+    confirmation = test["confirmation"]
+    assert confirmation["state"] == "unavailable"
+    assert "for confirming first-look regressions (gate.confirm_time)" in confirmation["reason"]
+    # x3 against a one-run label: beyond gate.max_margin, so it still rolls back, saying why.
+    assert test["decision"] == "rollback", test["reasons"]
+    assert any("no paired confirmation" in r for r in test["reasons"]), test["reasons"]
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
 def test_a_host_that_got_slower_is_not_rolled_back_when_paired_rounds_overturn_it(
     repo: Path,
 ) -> None:

@@ -223,3 +223,10 @@ def test_settling_time_is_the_configured_time_or_as_long_as_the_session_at_least
     assert default.settle_time_s(12.0) == 30.0 and default.settle_time_s(95.0) == 95.0
     assert make(tmp_path, "gate: {confirm_time: 2min}\n").gate.settle_time_s(5.0) == 120.0
     assert make(tmp_path, "gate: {confirm_time: 0}\n").gate.settle_time_s(500.0) == 0.0
+    # The same bound holds for confirming regressions, except that 0 (settle nothing) leaves
+    # them their default time.
+    two_min = make(tmp_path, "gate: {confirm_time: 2min}\n").gate
+    assert two_min.confirm_time_for_regressions_s(5.0) == 120.0
+    zero = make(tmp_path, "gate: {confirm_time: 0}\n").gate
+    assert zero.confirm_time_for_regressions_s(500.0) == 500.0
+    assert default.confirm_time_for_regressions_s(5.0) == 30.0
