@@ -372,8 +372,7 @@ def replication(
     if replica.error is not None or not (base and cand):
         again = Confirmation(
             state="unavailable",
-            reason="the second pair of worker processes measured nothing: "
-            + (replica.error or "no complete window pair").splitlines()[0],
+            reason=(replica.error or "no complete window pair").splitlines()[0],
         )
     else:
         final = replica.stop != "decided"

@@ -181,11 +181,20 @@ def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
             pairs=pairs,
             pairs_dropped=dropped,
         )
+    if second.state == "unavailable":
+        why = (
+            f"{first.reason}, but a second pair of worker processes could not measure it "
+            f"again ({second.reason}): one pair of processes is not enough to roll back"
+        )
+    else:
+        why = (
+            f"{first.reason}, but a second pair of worker processes did not find it "
+            f"({second.reason}): the processes differ, not necessarily the code"
+        )
     return replace(
         first,
         state="inconclusive",
-        reason=f"{first.reason}, but a second pair of worker processes did not find it "
-        f"({second.reason}): the processes differ, not necessarily the code",
+        reason=why,
         comparisons=dict(second.comparisons) or dict(first.comparisons),
         pairs=pairs,
         pairs_dropped=dropped,

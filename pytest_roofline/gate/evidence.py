@@ -223,6 +223,9 @@ class Confirmation:
     # A first pair of worker processes found the regression and a second did not
     # (``gate.confirm.replicated``): whatever either found, the processes differ, not the code.
     disputed: bool = False
+    # ``unavailable`` only because gate.confirm_time ran out before the rounds reached the test:
+    # the commit was reachable, so a rollback would have needed them (DESIGN.md section 7).
+    out_of_time: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -244,6 +244,11 @@ def _regression(
     # the first look with both sides under the same host conditions: they decide when made.
     if _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
         return
+    if confirmation is not None and confirmation.out_of_time:
+        # The baseline's commit was reachable: a rollback needs the paired rounds it did not get.
+        escalate.append(f"{text}, but not confirmed: {confirmation.reason}{settle}")
+        missing.append("a paired confirmation against the baseline's commit")
+        return
     if name != "p50" and _descheduled(e):
         escalate.append(
             f"{text}, but the test was descheduled while it was measured (CPU share "

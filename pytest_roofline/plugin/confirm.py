@@ -405,7 +405,10 @@ def _measure(
                 late = _out_of_time(nodeid in required, clock() - began, confirm_s, settle_s)
                 if late:
                     found[nodeid] = Confirmation(
-                        state="unavailable", reason=late, command=ab_command(nodeid, commit)
+                        state="unavailable",
+                        reason=late,
+                        command=ab_command(nodeid, commit),
+                        out_of_time=True,
                     )
                     continue
                 found[nodeid] = confirm(workers, nodeid)
@@ -420,7 +423,9 @@ def _measure(
                     for nodeid in again:
                         late = _out_of_time(True, clock() - second_began, confirm_s, settle_s)
                         replicas[nodeid] = (
-                            Confirmation(state="unavailable", reason=f"second pair: {late}")
+                            Confirmation(
+                                state="unavailable", reason=f"second pair: {late}", out_of_time=True
+                            )
                             if late
                             else confirm(workers, nodeid)
                         )

@@ -244,7 +244,7 @@ def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
     document, _ = analyse(first, failed)
     (test,) = document["tests"]  # type: ignore[misc]
     assert test["decision"] == "escalate"
-    assert any("measured nothing: worker pid 7 died" in r for r in test["reasons"])
+    assert any("could not measure it again (worker pid 7 died)" in r for r in test["reasons"])
 
 
 def test_an_unchanged_test_is_not_measured_again() -> None:

@@ -40,7 +40,9 @@ def test_a_regression_only_one_pair_of_processes_finds_is_inconclusive() -> None
 
 def test_a_second_pair_that_could_not_run_leaves_the_regression_unconfirmed() -> None:
     failed = Confirmation(state="unavailable", reason="the second pair of workers failed: boom")
-    assert replicated(confirmation(DIFFERENT), failed).state == "inconclusive"
+    both = replicated(confirmation(DIFFERENT), failed)
+    assert both.state == "inconclusive"
+    assert "could not measure it again (the second pair of workers failed: boom)" in both.reason
 
 
 def test_what_the_first_pair_did_not_confirm_is_left_as_it_is() -> None:
