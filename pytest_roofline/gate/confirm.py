@@ -101,8 +101,8 @@ def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
 
 def is_regression_check(comparisons: Mapping[str, Judged]) -> bool:
     """Whether a test's pending confirmation checks a first-look regression (any quantile
-    DIFFERENT) rather than only settling UNKNOWN ones: regressions are always confirmed,
-    settling is bounded by ``gate.confirm_time``."""
+    DIFFERENT) rather than only settling UNKNOWN ones: regressions are confirmed first, and
+    each kind is bounded by ``gate.confirm_time``."""
     return any(c.outcome == "different" for c in comparisons.values())
 
 

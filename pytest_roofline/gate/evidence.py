@@ -224,7 +224,7 @@ class Confirmation:
     # (``gate.confirm.replicated``): whatever either found, the processes differ, not the code.
     disputed: bool = False
     # ``unavailable`` only because gate.confirm_time ran out before the rounds reached the test:
-    # the commit was reachable, so a rollback would have needed them (DESIGN.md section 7).
+    # the commit was reachable, so a rollback would have needed them (docs/gate.md, "Decisions").
     out_of_time: bool = False
 
 
