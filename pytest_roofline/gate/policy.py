@@ -505,8 +505,19 @@ def decide_test(e: TestEvidence) -> TestDecision:
     escalate += explicit.escalate
     missing += explicit.missing
 
+    disturbed = e.host is not None and e.host.state == "disturbed"
     for check in e.sla:
-        if check.status == "breach":
+        if check.status == "breach" and disturbed:
+            # An SLA is timing too: a breach measured while the host canary read the host
+            # disturbed (here: a triad's call at 2.7 s against a 2 s max, with the stream
+            # canary at x198 its level) is the host's as likely as the code's.
+            assert e.host is not None
+            escalate.append(
+                f"SLA breach: {check.detail}, but the host was disturbed during the test "
+                f"({e.host.reason}): not rolled back on timing; measure it again on a quiet host"
+            )
+            missing.append("an SLA measured on a quiet host")
+        elif check.status == "breach":
             rollback.append(f"SLA breach: {check.detail}")
         elif check.status == "possible breach":
             escalate.append(f"possible SLA breach: {check.detail}")
