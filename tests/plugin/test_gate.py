@@ -84,7 +84,9 @@ def test_an_injected_regression_fails_exactly_that_test_with_its_owner_and_bound
     result.stdout.fnmatch_lines(
         [
             "*pytest-roofline: ROLLBACK test_k.py::test_a",
-            "Symptom:   p95 regressed x* (margin +37%*reproduced on replay*",
+            # p50 or p95: under load the test's real CPU share can fall below 0.8, and a
+            # descheduled test's tail regression is reported beside p50's, not as the symptom.
+            "Symptom:   p* regressed x* (margin +3?%*reproduced on replay*",
             "Owner:     team-a",
             "Rollback:  revert PR 1",
             "Replay:    pytest --roofline --roofline-baseline=main --roofline-target=ci test_k.py::test_a",
