@@ -29,12 +29,7 @@ from pytest_roofline.gate.evidence import (
     TestEvidence,
     evaluate,
 )
-from pytest_roofline.gate.paired_looks import (
-    PairedStop,
-    paired_look,
-    paired_look_detail,
-    paired_plan,
-)
+from pytest_roofline.gate.paired_looks import PairedStop, paired_look_detail, paired_plan
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
@@ -62,6 +57,7 @@ __all__ = [
     "load_paired",
     "paired_margin",
     "regressed",
+    "windows_confirmation",
 ]
 
 DESIGN = "paired"
@@ -322,23 +318,59 @@ def ab_plan(gate: GateSettings, settings: WindowSettings, tests: int) -> Sequent
     )
 
 
+def _look(
+    test: TestWindows, margins: Mapping[str, GateMargin], plan: SequentialPlan, alpha: float
+) -> dict[str, PairedComparison] | None:
+    """A test's kept window pairs compared at the look its alternation stopped at (a decided
+    stop keeps its look's boundary; one that ran to the maximum spends the error left), or
+    ``None`` when no complete pair was kept."""
+    base, cand = test.kept
+    if not (base and cand):
+        return None
+    return paired_look_detail(base, cand, margins, plan, alpha=alpha, final=test.stop != "decided")
+
+
 def regressed(
     tests: Mapping[str, TestWindows], gate: GateSettings, settings: WindowSettings
 ) -> list[str]:
-    """The tests whose windows show a regression (some gated quantile DIFFERENT), at the look
-    their alternation stopped at, as :func:`analyse_windows` will compare them."""
+    """The tests whose windows show a regression (some gated quantile DIFFERENT), compared as
+    :func:`analyse_windows` will compare them."""
     margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
     plan = ab_plan(gate, settings, len(tests))
     found = []
     for nodeid, test in tests.items():
-        base, cand = test.kept
-        if test.error is None and base and cand:
-            final = test.stop != "decided"
-            if is_regression_check(
-                paired_look(base, cand, margins, plan, alpha=gate.alpha, final=final)
-            ):
-                found.append(nodeid)
+        look = _look(test, margins, plan, gate.alpha) if test.error is None else None
+        if look and is_regression_check({n: c.comparison for n, c in look.items()}):
+            found.append(nodeid)
     return found
+
+
+def windows_confirmation(
+    asked: Sequence[str],
+    test: TestWindows,
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    *,
+    alpha: float,
+    command: str,
+) -> Confirmation:
+    """What a test's paired windows establish about the ``asked`` quantiles
+    (:func:`pytest_roofline.gate.confirm.confirmation_from`), pairs dropped for a disturbed
+    host left out; ``unavailable`` when a side failed or no complete pair was kept."""
+    look = _look(test, margins, plan, alpha) if test.error is None else None
+    if look is None:
+        reason = (test.error or "no complete window pair").splitlines()[0]
+        return Confirmation(state="unavailable", reason=reason, command=command)
+    dropped = len(test.dropped)
+    return confirmation_from(
+        asked,
+        {name: c.comparison for name, c in look.items()},
+        command=command,
+        pairs=test.pairs,
+        pairs_dropped=dropped,
+        stop=test.stop,
+        note=f"{dropped} of {test.pairs} pairs dropped: host disturbed" if dropped else None,
+    )
 
 
 def replication(
@@ -368,24 +400,7 @@ def replication(
         pairs_dropped=len(test.dropped),
         stop=test.stop,
     )
-    base, cand = replica.kept
-    if replica.error is not None or not (base and cand):
-        again = Confirmation(
-            state="unavailable",
-            reason=(replica.error or "no complete window pair").splitlines()[0],
-        )
-    else:
-        final = replica.stop != "decided"
-        dropped = len(replica.dropped)
-        again = confirmation_from(
-            asked,
-            paired_look(base, cand, margins, plan, alpha=gate.alpha, final=final),
-            command=command,
-            pairs=replica.pairs,
-            pairs_dropped=dropped,
-            stop=replica.stop,
-            note=f"{dropped} of {replica.pairs} pairs dropped: host disturbed" if dropped else None,
-        )
+    again = windows_confirmation(asked, replica, margins, plan, alpha=gate.alpha, command=command)
     return replicated(found, again)
 
 
@@ -456,10 +471,9 @@ def analyse_windows(
                 canary=PairedWindow.counts(test.paired_canary),
             ),
         )
-        if base and cand:
-            comparisons[nodeid] = paired_look_detail(
-                base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
-            )
+        look = _look(test, margins, plan, gate.alpha)
+        if look is not None:
+            comparisons[nodeid] = look
         if replicas is not None and nodeid in replicas and nodeid in comparisons:
             first = {name: c.comparison for name, c in comparisons[nodeid].items()}
             inputs[nodeid] = replace(

@@ -22,15 +22,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_roofline.ab.analysis import windows_confirmation
 from pytest_roofline.ab.git import add_worktree, git, remove_worktree, repository
 from pytest_roofline.ab.rounds import copy_calibrations
 from pytest_roofline.ab.stale import SCRATCH_PREFIX, WORKTREE_NAME, ScratchClaim
 from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
 from pytest_roofline.config.settings import GateSettings, RooflineConfig
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.gate.confirm import confirmation_blocker, confirmation_from, replicated
+from pytest_roofline.gate.confirm import confirmation_blocker, replicated
 from pytest_roofline.gate.evidence import Confirmation
-from pytest_roofline.gate.paired_looks import PairedStop, paired_look, paired_plan
+from pytest_roofline.gate.paired_looks import PairedStop, paired_plan
 from pytest_roofline.gate.run import ab_command
 from pytest_roofline.hardware.calibration import calibration_key
 from pytest_roofline.stats.paired import Side, min_round_samples
@@ -379,24 +380,15 @@ def _measure(
         test = workers.measure_test(
             nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
         )
-        command = ab_command(nodeid, commit)
-        if test.error is not None:
-            return Confirmation(state="unavailable", reason=test.error, command=command)
+        log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {len(test.dropped)} dropped")
         # Pairs with a host-disturbed window on either side are left out (ab.pairs).
-        base, cand = test.kept
-        paired = paired_look(
-            base, cand, margins, plan, alpha=gate.alpha, final=test.stop != "decided"
-        )
-        dropped = len(test.dropped)
-        log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {dropped} dropped")
-        return confirmation_from(
+        return windows_confirmation(
             asked[nodeid],
-            paired,
-            command=command,
-            pairs=test.pairs,
-            pairs_dropped=dropped,
-            stop=test.stop,
-            note=f"{dropped} of {test.pairs} pairs dropped: host disturbed" if dropped else None,
+            test,
+            margins,
+            plan,
+            alpha=gate.alpha,
+            command=ab_command(nodeid, commit),
         )
 
     try:
