@@ -472,7 +472,16 @@ class RooflineSession:
             stop_rule = self._stop_rule(entry) if window is None else None
             make = sampler_for or (lambda p, c, r: Sampler(p, clock=c, stop_rule=r))
             sampler = make(policy, clock or time.perf_counter_ns, stop_rule)
-            if window is None and entry is not None and self.context.replay > 0:
+            # A same-process replay cannot tell a slower process from slower code, and where
+            # paired rounds will decide the first look (confirm_plan.available) it would decide
+            # nothing: it is skipped (if the rounds then cannot run, the regression escalates
+            # as "not yet confirmed by a replay").
+            if (
+                window is None
+                and entry is not None
+                and self.context.replay > 0
+                and not self.confirm_plan.available
+            ):
                 replays_for = partial(self._replays_for, entry=entry, nodeid=item.nodeid)
         probe = RooflineProbe(
             nodeid=item.nodeid,

@@ -134,6 +134,8 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     assert any(c["outcome"] == "different" for c in paired.values()), paired
     assert all(2.5 < c["ratio"] < 3.5 for c in paired.values()), paired
     assert "confirmed by paired rounds" in " ".join(test["reasons"])
+    # Paired rounds decide it, so the first look was not replayed in the same process.
+    assert test["replay"]["attempted"] is False
 
 
 def test_a_regression_the_rounds_do_not_reach_within_the_confirm_time_stays_unconfirmed(
