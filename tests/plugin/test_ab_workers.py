@@ -410,3 +410,44 @@ def test_pairs_with_a_disturbed_window_are_dropped_and_the_canary_is_off_without
         test = workers.measure_test(nodeid)
     assert all(w.canary is None for w in test.windows)
     assert test.dropped == () and len(test.kept[0]) == 8
+
+
+def test_a_worker_takes_the_host_roofs_seeded_in_its_store_without_probing_the_host(
+    tmp_path: Path,
+) -> None:
+    # Roofs far below any real machine's, marked busy: a drift probe would read this host
+    # faster and calibrate it again, and any new calibration (busy or not) would replace them.
+    # A worker takes the roofs its controller seeded, as they are.
+    from dataclasses import replace
+
+    from pytest_roofline.hardware.calibration import HostCalibration, calibration_key
+    from pytest_roofline.store import Store
+
+    low = HostCalibration(
+        peak_flops_per_s={"fp64": 1e3, "fp32": 2e3},
+        peak_bytes_per_s={"dram": 1e3, "llc": 4e3},
+        dispatch_floor_s=3e-7,
+        seconds_taken=1.5,
+        threads=2,
+        key=calibration_key(),
+        busy=True,
+        busy_reason="seeded by the test",
+        created=1_795_000_000.0,
+        spread={},
+        rates={"dram.add": 1e3, "gemm.fp64": 1e3},
+        sizes={"gemm_n.fp64": 64},
+        reps=7,
+    )
+    specs = []
+    for number, side in enumerate(("baseline", "candidate"), start=1):
+        root = make_side(tmp_path / side, number, n=200)
+        (root / "roofline.yaml").write_text("target: host\n")
+        store = tmp_path / f"{side}.sqlite"
+        with Store.open(store, create=True) as seeded:
+            seeded.put_calibration(low.key, low.to_dict())
+        specs.append(replace(spec(side, root), store_path=store))
+    with PairedWorkers(specs[0], specs[1], FAST) as running:
+        for side in ("baseline", "candidate"):
+            target = running.collected[side].target  # type: ignore[index]
+            assert target["peak_flops_per_s"]["fp64"] == 1e3, target
+            assert target["peak_bytes_per_s"]["dram"] == 1e3, target
