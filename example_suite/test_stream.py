@@ -1,7 +1,8 @@
 """STREAM-like copy and triad: memory-bound, measured in main memory and in the last-level cache.
 
-The ``dram`` slices size each array past every last-level cache together (at least 64 MiB),
-as STREAM and the host calibration do, and count bytes to main memory. The ``llc`` slices keep
+The ``dram`` slices size each array as the host calibration sized its DRAM arrays (past the
+caches; on a preset target, past every last-level cache together; at least 64 MiB), as STREAM
+does, and count bytes to main memory. The ``llc`` slices keep
 the three arrays within one last-level cache and place the kernel against the cache's roof
 (``memory_level="llc"``): against the DRAM roof a cache-resident kernel would read as faster
 than memory can go. Byte counts follow STREAM: copy moves 16 bytes an element, triad 24
@@ -12,18 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sizing import DRAM_MIN_BYTES, llc_bytes, llc_total_bytes
+from sizing import llc_bytes, main_memory_bytes
 
 # numpy has no fused triad; chunks this size keep the temporary product in the L2 cache, so
 # main memory sees the 24 bytes an element of a fused kernel.
 CHUNK = 32_768
 
 
-def elements(workload) -> tuple[int, str]:
+def elements(workload, hardware) -> tuple[int, str]:
     """Elements per float64 array for this slice, and the memory level they live in."""
     level = workload.params["level"]
     if level == "dram":
-        per_array = max(workload.params["llc_multiple"] * llc_total_bytes(), DRAM_MIN_BYTES)
+        per_array = main_memory_bytes(hardware, workload.params["llc_multiple"])
     else:
         per_array = llc_bytes() * workload.params["llc_fraction"]
     return int(per_array) // 8, level
@@ -39,7 +40,7 @@ def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float) -> None:
 
 @pytest.mark.roofline(slices="stream")
 def test_copy(roofline, workload, hardware):
-    n, level = elements(workload)
+    n, level = elements(workload, hardware)
     source, target = np.arange(n, dtype=np.float64), np.empty(n)
     roofline.declare(flops=0, bytes_moved=16 * n, precision="fp64", memory_level=level)
     if level not in hardware.peak_bytes_per_s:
@@ -50,7 +51,7 @@ def test_copy(roofline, workload, hardware):
 
 @pytest.mark.roofline(slices="stream")
 def test_triad(roofline, workload, hardware):
-    n, level = elements(workload)
+    n, level = elements(workload, hardware)
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
     roofline.declare(flops=2 * n, bytes_moved=24 * n, precision="fp64", memory_level=level)
     if level not in hardware.peak_bytes_per_s:

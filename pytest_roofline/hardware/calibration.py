@@ -228,6 +228,7 @@ class HostCalibration:
                 note=f"best of {self.reps} STREAM-like passes ({', '.join(kernels) or '?'}; best: "
                 f"{best}), 3 x {size:.0f} MiB float64 arrays, {self.threads} thread(s); rep "
                 f"spread {self.spread.get(f'bytes.{level}', math.nan):.0%}{busy}",
+                array_bytes=self.sizes.get(f"array_bytes.{level}"),
             )
         provenance["dispatch_floor"] = Provenance(
             value=self.dispatch_floor_s,
@@ -398,11 +399,13 @@ def drift_probe(calibration: HostCalibration, kernels: HostKernels) -> dict[str,
     """Re-measure a little of ``calibration`` the same way: one DRAM kernel and one GEMM.
 
     DRAM ``add`` on arrays of the calibrated size and fp64 GEMM at the calibrated ``n``, best
-    of 3 reps each (about 0.3-0.5 s on a 2-CPU machine).
+    of 3 reps each (about 0.3-0.5 s on a 2-CPU machine; most of it is page faults of the three
+    arrays, so a calibration whose sweep found main memory at 128 MiB keeps this short).
 
     :returns: ``{"dram.add": bytes/s, "gemm.fp64": FLOP/s}``, keys as in ``calibration.rates``.
     """
-    dram = kernels.bandwidth("dram", ("add",), 3).get("add") or [math.nan]
+    size = calibration.sizes.get("array_bytes.dram")
+    dram = kernels.bandwidth("dram", ("add",), 3, array_bytes=size).get("add") or [math.nan]
     _, gemm = kernels.gemm("fp64", 3, n=calibration.sizes.get("gemm_n.fp64"))
     return {"dram.add": max(dram), "gemm.fp64": max(gemm or [math.nan])}
 

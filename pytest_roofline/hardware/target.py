@@ -67,7 +67,9 @@ class Provenance:
 
     ``value`` and ``unit`` are as the source states them (e.g. ``989.4`` ``"TFLOP/s"``); the
     target's peak maps hold the same figure in SI units. ``date`` is when the source was
-    retrieved or the measurement taken (ISO date; empty when unknown).
+    retrieved or the measurement taken (ISO date; empty when unknown). ``array_bytes``: for a
+    measured bandwidth roof, the bytes per array it was measured on (a kernel meant for the
+    same level can size its working set alike); ``None`` otherwise.
     """
 
     value: float
@@ -76,10 +78,11 @@ class Provenance:
     source: str
     date: str
     note: str = ""
+    array_bytes: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        """Return a JSON-ready mapping."""
-        return {
+        """Return a JSON-ready mapping (``array_bytes`` only when known)."""
+        out: dict[str, object] = {
             "value": self.value,
             "unit": self.unit,
             "sparse": self.sparse,
@@ -87,6 +90,9 @@ class Provenance:
             "date": self.date,
             "note": self.note,
         }
+        if self.array_bytes is not None:
+            out["array_bytes"] = self.array_bytes
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object], *, where: str = "provenance") -> Provenance:
@@ -106,7 +112,16 @@ class Provenance:
             source=str(data.get("source", "")),
             date=str(data.get("date", "")),
             note=str(data.get("note", "")),
+            array_bytes=_array_bytes(data.get("array_bytes"), where=f"{where}.array_bytes"),
         )
+
+
+def _array_bytes(value: object, *, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive whole number of bytes, got {value!r}")
+    return value
 
 
 def _check_peaks(peaks: Mapping[str, float], valid: tuple[str, ...], what: str, name: str) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.cli import format_roofs
-from pytest_roofline.errors import RooflineError
+from pytest_roofline.errors import ConfigError, RooflineError
 from pytest_roofline.hardware import busy, calibration
 from pytest_roofline.hardware.busy import BUSY_CPU_SHARE, host_busy
 from pytest_roofline.hardware.calibration import (
@@ -23,9 +23,10 @@ from pytest_roofline.hardware.calibration import (
     host_calibration,
     host_target,
 )
-from pytest_roofline.hardware.kernels import NumpyKernels
+from pytest_roofline.hardware.kernels import NumpyKernels, dram_array_bytes, past_the_caches
 from pytest_roofline.hardware.machine import machine_fingerprint
 from pytest_roofline.hardware.presets import load_presets
+from pytest_roofline.hardware.target import Provenance
 
 GB = 1e9
 
@@ -50,8 +51,10 @@ class FakeKernels:
         }
         self.calls: list[tuple[object, ...]] = []
 
-    def bandwidth(self, level: str, kernels: Sequence[str], reps: int) -> dict[str, list[float]]:
-        self.calls.append(("bandwidth", level, tuple(kernels), reps))
+    def bandwidth(
+        self, level: str, kernels: Sequence[str], reps: int, *, array_bytes: int | None = None
+    ) -> dict[str, list[float]]:
+        self.calls.append(("bandwidth", level, tuple(kernels), reps, array_bytes))
         return {name: list(self.bw[level][name]) for name in kernels}
 
     def gemm(self, precision: str, reps: int, *, n: int | None = None) -> tuple[int, list[float]]:
@@ -136,7 +139,7 @@ def test_spread_is_max_minus_min_over_median_of_the_winning_kernel() -> None:
 def test_quick_calibration_measures_less() -> None:
     kernels = FakeKernels()
     cal = fake_calibration(quick=True, kernels=kernels)
-    assert ("bandwidth", "dram", ("add",), 3) in kernels.calls
+    assert ("bandwidth", "dram", ("add",), 3, None) in kernels.calls
     assert not any(call[1] == "llc" for call in kernels.calls)
     assert set(cal.peak_bytes_per_s) == {"dram"}
     assert cal.reps == 3
@@ -386,12 +389,25 @@ def test_the_default_warning_is_a_roofline_warning() -> None:
         host_calibration(None, key="k", calibrate=Calibrations(busy), probe=probe_reading(busy))
 
 
-def test_the_drift_probe_repeats_the_calibrated_gemm_size() -> None:
+def test_the_drift_probe_repeats_the_calibrated_gemm_and_array_sizes() -> None:
     kernels = FakeKernels()
     reading = drift_probe(fake_calibration(), kernels)
     assert reading == {"dram.add": 30 * GB, "gemm.fp64": 100 * GB}
     assert ("gemm", "fp64", 3, 1344) in kernels.calls
-    assert ("bandwidth", "dram", ("add",), 3) in kernels.calls
+    # The calibration's DRAM arrays (FakeKernels.sizes: 64 MiB), not the caches' rule again.
+    assert ("bandwidth", "dram", ("add",), 3, 64 * 2**20) in kernels.calls
+
+
+def test_a_measured_bandwidth_roof_names_the_array_size_it_was_measured_on() -> None:
+    target = fake_calibration().to_target()
+    assert target.provenance["bytes.dram"].array_bytes == 64 * 2**20
+    assert target.provenance["bytes.dram"].to_dict()["array_bytes"] == 64 * 2**20
+    assert target.provenance["flops.fp64"].array_bytes is None
+    assert "array_bytes" not in target.provenance["flops.fp64"].to_dict()
+    again = Provenance.from_dict(target.provenance["bytes.dram"].to_dict())
+    assert again == target.provenance["bytes.dram"]
+    with pytest.raises(ConfigError, match=r"provenance\.array_bytes: expected a positive"):
+        Provenance.from_dict({"value": 1.0, "array_bytes": "big"})
 
 
 # --- identity ----------------------------------------------------------------------------
@@ -441,3 +457,73 @@ def test_a_real_quick_calibration_is_plausible(monkeypatch: pytest.MonkeyPatch) 
     reading = drift_probe(cal, NumpyKernels(threads=cal.threads))
     assert set(reading) == {"dram.add", "gemm.fp64"}
     assert all(v > 0 and math.isfinite(v) for v in reading.values())
+
+
+# --- DRAM array size ---------------------------------------------------------------------
+MIB = 2**20
+# Best add rates (bytes/s) of four interleaved rounds on this project's 2-vCPU VM, which
+# reports one 300 MiB L3 (docs/roofline.md): main memory from 64 MiB on.
+REFERENCE = 36.7 * GB
+THIS_VM = {64 * MIB: 26.6 * GB, 128 * MIB: 26.4 * GB}
+
+
+class Sweep:
+    """A sweep's readings, counting how often it was measured."""
+
+    def __init__(self, reference: float, swept: Mapping[int, float]) -> None:
+        self.reading = (reference, dict(swept))
+        self.calls = 0
+
+    def __call__(self) -> tuple[float, dict[int, float]]:
+        self.calls += 1
+        return self.reading
+
+
+def test_a_reported_cache_bigger_than_what_the_process_keeps_is_swept_down_to_main_memory() -> None:
+    sweep = Sweep(REFERENCE, THIS_VM)
+    assert dram_array_bytes(600 * MIB, sweep) == 128 * MIB
+    assert sweep.calls == 1
+
+
+def test_a_cache_as_big_as_reported_keeps_the_caches_rule() -> None:
+    # A real 300 MiB LLC: the swept sizes read at the cache-resident rate.
+    sweep = Sweep(60 * GB, {64 * MIB: 57 * GB, 128 * MIB: 55 * GB})
+    assert dram_array_bytes(600 * MIB, sweep) == 600 * MIB
+
+
+def test_a_rule_within_the_sweep_is_not_swept() -> None:
+    sweep = Sweep(REFERENCE, THIS_VM)
+    assert dram_array_bytes(64 * MIB, sweep) == 64 * MIB
+    assert dram_array_bytes(128 * MIB, sweep) == 128 * MIB
+    assert sweep.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("swept", "expected"),
+    [
+        ({64: 26.6, 128: 26.4}, 128),
+        ({64: 25.0, 128: 27.0}, 128),
+        # Still falling: a cache still holds part of the smaller working set.
+        ({64: 24.0, 128: 20.0}, None),
+        # Flat, but not clearly below the cache-resident rate: not shown to be main memory.
+        ({64: 30.0, 128: 29.5}, None),
+        # Nothing measured, or no reference.
+        ({}, None),
+    ],
+)
+def test_past_the_caches_needs_a_clear_drop_and_flat_rates(
+    swept: dict[int, float], expected: int | None
+) -> None:
+    assert past_the_caches(36.7, swept) == expected
+    assert past_the_caches(0.0, swept) is None
+
+
+def test_the_numpy_kernels_time_the_sweep_and_the_given_array_size() -> None:
+    # Real kernels: every rate is positive and a given size is used as given; no speed is
+    # asserted.
+    kernels = NumpyKernels(threads=2)
+    reference, swept = kernels._sweep()
+    assert reference > 0 and set(swept) == {64 * MIB, 128 * MIB}
+    assert all(rate > 0 for rate in swept.values())
+    assert len(kernels.bandwidth("dram", ("add", "triad"), 2, array_bytes=MIB)["triad"]) == 2
+    assert kernels.sizes()["array_bytes.dram"] == MIB
