@@ -630,6 +630,8 @@ class ProvenanceRecord(Record):
     source: str | None = None
     date: str | None = None
     note: str | None = None
+    # A measured bandwidth roof: the bytes per array it was measured on.
+    array_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
