@@ -20,6 +20,7 @@ __all__ = [
     "NumpyKernels",
     "dram_array_bytes",
     "past_the_caches",
+    "reference_bytes",
 ]
 
 _MIB = 2**20
@@ -37,7 +38,13 @@ _DRAM_FLOOR = 64 * _MIB
 # read at main memory's speed there (docs/roofline.md). Twice the reported size costs seconds of page
 # faults in every calibration and drift check, so a rule asking for more than _SWEEP[-1] per
 # array is checked by a sweep (past_the_caches).
-_REFERENCE_BYTES = 4 * _MIB
+# The cache-resident reference must sit in the last-level cache but past every thread's
+# private caches (up to 2 MiB of L2 a core on the CPUs in docs/roofline.md): a reference read
+# at an L2 rate would let a big LLC holding the swept sizes pass for main memory. So each of
+# its three arrays is 2 MiB per thread, at least 4 MiB, and at most a quarter of the smallest
+# swept size (beyond 8 threads the sweep is not run and the caches' rule stands).
+_REFERENCE_MIN = 4 * _MIB
+_PRIVATE_PER_THREAD = 2 * _MIB
 _SWEEP = (64 * _MIB, 128 * _MIB)
 # The sweep's sizes and the cache-resident reference are timed in turn, round after round, and
 # each keeps its best: this VM's bandwidth moves by +-50% within seconds, and sizes timed one
@@ -73,16 +80,34 @@ def past_the_caches(reference: float, swept: Mapping[int, float]) -> int | None:
     return max(swept)
 
 
-def dram_array_bytes(rule: int, sweep: Callable[[], tuple[float, dict[int, float]]]) -> int:
+def reference_bytes(threads: int, llc: int) -> int | None:
+    """Bytes per array of the sweep's cache-resident reference for ``threads`` threads and a
+    last-level cache instance of ``llc`` bytes, or ``None`` when no size is both past the
+    threads' private caches and well inside the LLC and below the swept sizes.
+
+    >>> reference_bytes(2, 300 * 2**20) // 2**20
+    4
+    >>> reference_bytes(16, 300 * 2**20) is None  # 32 MiB a thread's share: too close to 64
+    True
+    """
+    size = max(_REFERENCE_MIN, threads * _PRIVATE_PER_THREAD)
+    return size if size <= min(llc // 8, _SWEEP[0] // 4) else None
+
+
+def dram_array_bytes(
+    rule: int, sweep: Callable[[int], tuple[float, dict[int, float]]], reference: int | None
+) -> int:
     """Bytes per array for the DRAM roof: the caches' ``rule``, or the sweep's largest size
     when the rule asks for more and :func:`past_the_caches` finds main memory there.
 
-    :param sweep: ``(reference rate, {size: rate})`` in bytes/s, measured only when needed.
+    :param sweep: ``sweep(reference)`` gives ``(reference rate, {size: rate})`` in bytes/s;
+        measured only when needed.
+    :param reference: :func:`reference_bytes`; ``None`` keeps the rule.
     """
-    if rule <= _SWEEP[-1]:
+    if rule <= _SWEEP[-1] or reference is None:
         return rule
-    reference, swept = sweep()
-    return past_the_caches(reference, swept) or rule
+    rate, swept = sweep(reference)
+    return past_the_caches(rate, swept) or rule
 
 
 class HostKernels(Protocol):
@@ -157,13 +182,14 @@ class NumpyKernels:
         so a big-cache server does not spend its memory on this)."""
         rule = max(2 * self._llc_total, _DRAM_FLOOR)
         rule = int(min(rule, max(self._memory // 16, 16 * _MIB)))
-        return dram_array_bytes(rule, self._sweep)
+        return dram_array_bytes(rule, self._sweep, reference_bytes(self.threads, self._llc))
 
-    def _sweep(self) -> tuple[float, dict[int, float]]:
-        """``add`` rates of the cache-resident reference and the sweep's sizes, timed in turn
-        for ``_SWEEP_ROUNDS`` rounds on prefixes of one set of arrays, best per size."""
+    def _sweep(self, reference: int) -> tuple[float, dict[int, float]]:
+        """``add`` rates of the cache-resident reference (``reference`` bytes an array) and
+        the sweep's sizes, timed in turn for ``_SWEEP_ROUNDS`` rounds on prefixes of one set of
+        arrays, best per size."""
         arrays = _arrays(_SWEEP[-1] // 8)
-        sizes = (_REFERENCE_BYTES, *_SWEEP)
+        sizes = (reference, *_SWEEP)
         best = dict.fromkeys(sizes, 0.0)
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
             for round_ in range(_SWEEP_ROUNDS + 1):  # round 0 warms up
@@ -172,8 +198,7 @@ class NumpyKernels:
                     rate = self._timed(pool, "add", [x[:n] for x in arrays], _inner(n))
                     if round_:
                         best[size] = max(best[size], rate)
-        reference = best.pop(_REFERENCE_BYTES)
-        return reference, best
+        return best.pop(reference), best
 
     def bandwidth(
         self, level: str, kernels: Sequence[str], reps: int, *, array_bytes: int | None = None

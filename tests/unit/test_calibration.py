@@ -23,7 +23,12 @@ from pytest_roofline.hardware.calibration import (
     host_calibration,
     host_target,
 )
-from pytest_roofline.hardware.kernels import NumpyKernels, dram_array_bytes, past_the_caches
+from pytest_roofline.hardware.kernels import (
+    NumpyKernels,
+    dram_array_bytes,
+    past_the_caches,
+    reference_bytes,
+)
 from pytest_roofline.hardware.machine import machine_fingerprint
 from pytest_roofline.hardware.presets import load_presets
 from pytest_roofline.hardware.target import Provenance
@@ -472,30 +477,53 @@ class Sweep:
 
     def __init__(self, reference: float, swept: Mapping[int, float]) -> None:
         self.reading = (reference, dict(swept))
-        self.calls = 0
+        self.calls: list[int] = []
 
-    def __call__(self) -> tuple[float, dict[int, float]]:
-        self.calls += 1
+    def __call__(self, reference: int) -> tuple[float, dict[int, float]]:
+        self.calls.append(reference)
         return self.reading
 
 
 def test_a_reported_cache_bigger_than_what_the_process_keeps_is_swept_down_to_main_memory() -> None:
     sweep = Sweep(REFERENCE, THIS_VM)
-    assert dram_array_bytes(600 * MIB, sweep) == 128 * MIB
-    assert sweep.calls == 1
+    reference = reference_bytes(2, 300 * MIB)
+    assert dram_array_bytes(600 * MIB, sweep, reference) == 128 * MIB
+    assert sweep.calls == [4 * MIB]
 
 
 def test_a_cache_as_big_as_reported_keeps_the_caches_rule() -> None:
     # A real 300 MiB LLC: the swept sizes read at the cache-resident rate.
     sweep = Sweep(60 * GB, {64 * MIB: 57 * GB, 128 * MIB: 55 * GB})
-    assert dram_array_bytes(600 * MIB, sweep) == 600 * MIB
+    assert dram_array_bytes(600 * MIB, sweep, 4 * MIB) == 600 * MIB
 
 
 def test_a_rule_within_the_sweep_is_not_swept() -> None:
     sweep = Sweep(REFERENCE, THIS_VM)
-    assert dram_array_bytes(64 * MIB, sweep) == 64 * MIB
-    assert dram_array_bytes(128 * MIB, sweep) == 128 * MIB
-    assert sweep.calls == 0
+    assert dram_array_bytes(64 * MIB, sweep, 4 * MIB) == 64 * MIB
+    assert dram_array_bytes(128 * MIB, sweep, 4 * MIB) == 128 * MIB
+    # Without a reference past the threads' private caches, the rule stands unswept.
+    assert dram_array_bytes(600 * MIB, sweep, None) == 600 * MIB
+    assert sweep.calls == []
+
+
+@pytest.mark.parametrize(
+    ("threads", "llc_mib", "expected_mib"),
+    [
+        (1, 300, 4),
+        (2, 300, 4),
+        (4, 300, 8),
+        (8, 300, 16),
+        # A thread's share of the reference would be too close to the smallest swept size.
+        (9, 300, None),
+        # The reference would not sit well inside the LLC.
+        (2, 24, None),
+    ],
+)
+def test_the_reference_is_past_the_private_caches_and_inside_the_llc(
+    threads: int, llc_mib: int, expected_mib: int | None
+) -> None:
+    got = reference_bytes(threads, llc_mib * MIB)
+    assert got == (expected_mib * MIB if expected_mib else None)
 
 
 @pytest.mark.parametrize(
@@ -522,7 +550,7 @@ def test_the_numpy_kernels_time_the_sweep_and_the_given_array_size() -> None:
     # Real kernels: every rate is positive and a given size is used as given; no speed is
     # asserted.
     kernels = NumpyKernels(threads=2)
-    reference, swept = kernels._sweep()
+    reference, swept = kernels._sweep(4 * MIB)
     assert reference > 0 and set(swept) == {64 * MIB, 128 * MIB}
     assert all(rate > 0 for rate in swept.values())
     assert len(kernels.bandwidth("dram", ("add", "triad"), 2, array_bytes=MIB)["triad"]) == 2
