@@ -22,8 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gate_validation import wilson
-from paired_validation import git, make_project, paired
+from paired_validation import decision_cells, git, make_project, paired
 
 SCENARIOS = ("none", "uniform10")
 
@@ -76,14 +75,11 @@ def main() -> None:
     )
     emit("")
     emit("| scenario | budget per test and side, most pairs | test-trials | rollback | escalate | ship | "
-         "escalate 95% CI | rollback 95% CI | UNKNOWN quantiles of the escalated | median ab wall (s) |")  # fmt: skip
+         "rollback 95% CI | escalate 95% CI | UNKNOWN quantiles of the escalated | median ab wall (s) |")  # fmt: skip
     emit("|---|---|---|---|---|---|---|---|---|---|")
     for (scenario, design), cell in cells.items():
-        n = sum(cell.values())
         emit(
-            f"| {scenario} | {design} | {n} | {cell['rollback'] / n:.0%} | "
-            f"{cell['escalate'] / n:.0%} | {cell['ship'] / n:.0%} | "
-            f"{wilson(cell['escalate'], n)} | {wilson(cell['rollback'], n)} | "
+            f"| {scenario} | {design} | {decision_cells(dict(cell))} | "
             f"{dict(reasons[(scenario, design)])} | {statistics.median(walls[design]):.0f} |"
         )
     if options.out:

@@ -94,6 +94,16 @@ def make_project(root: Path, scenarios: list[str]) -> tuple[Path, Path]:
     return repo, base
 
 
+def decision_cells(cell: dict[str, int]) -> str:
+    """A table row's decision columns: test-trials, rollback, escalate, ship, and the Wilson
+    intervals of rollback and escalate."""
+    n = sum(cell.values())
+    return (
+        f"{n} | {cell['rollback'] / n:.0%} | {cell['escalate'] / n:.0%} | {cell['ship'] / n:.0%} | "
+        f"{wilson(cell['rollback'], n)} | {wilson(cell['escalate'], n)}"
+    )
+
+
 def decisions(document_path: Path) -> list[str]:
     document = json.loads(document_path.read_text())
     return [str(t["decision"]) for t in document["tests"]]
@@ -227,11 +237,7 @@ def main() -> None:
     )
     emit("|---|---|---|---|---|---|---|---|")
     for (scenario, design), cell in cells.items():
-        n = sum(cell.values())
-        emit(
-            f"| {scenario} | {design} | {n} | {cell['rollback'] / n:.0%} | {cell['escalate'] / n:.0%} | "
-            f"{cell['ship'] / n:.0%} | {wilson(cell['rollback'], n)} | {wilson(cell['escalate'], n)} |"
-        )
+        emit(f"| {scenario} | {design} | {decision_cells(cell)} |")
     emit("")
     emit(
         "| design | median wall time (s) | × pytest-benchmark default run | A/A p95 log-ratio spread (robust sd) |"

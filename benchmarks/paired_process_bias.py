@@ -1,0 +1,58 @@
+"""A/A of one memory-bound test under ``pytest-roofline ab``: how often a worker pair is biased.
+
+Builds ``paired_validation.py``'s fixture project with an A/A candidate (a comment changed),
+runs ``pytest-roofline ab -k elementwise`` (the two copies of an ``np.add`` over 200 000
+float64) ``--runs`` times, and prints per run and test the decision, the paired p50 ratio and
+interval, and the state of the second worker pair's confirmation. Environment variables given
+to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTHONHASHSEED``).
+
+Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8] [-k elementwise]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paired_validation import QUIET, git, make_project
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--budget", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("-k", dest="keyword", default="elementwise")
+    options = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="process-bias-"))
+    repo, _ = make_project(root, ["none"])
+    git(repo, "checkout", "-q", "cand-none")
+    for run in range(options.runs):
+        out = root / "ab.json"
+        command = [
+            sys.executable, "-m", "pytest_roofline.cli", "ab", "--baseline=base",
+            f"--rounds={options.rounds}", f"--budget={options.budget}",
+            f"--store={root / 'ab.sqlite'}", f"--json={out}", "--gate=never",
+            "--", "-p", "no:benchmark", *QUIET, "-k", options.keyword,
+        ]  # fmt: skip
+        started = time.perf_counter()
+        subprocess.run(command, cwd=repo, capture_output=True, check=False)
+        row = []
+        for test in json.loads(out.read_text())["tests"]:
+            p50 = test["change"]["p50"]
+            state = (test.get("confirmation") or {}).get("state", "")
+            row.append(
+                f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
+                f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()
+            )
+        print(f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row))
+
+
+if __name__ == "__main__":
+    main()
