@@ -399,8 +399,8 @@ def drift_probe(calibration: HostCalibration, kernels: HostKernels) -> dict[str,
     """Re-measure a little of ``calibration`` the same way: one DRAM kernel and one GEMM.
 
     DRAM ``add`` on arrays of the calibrated size and fp64 GEMM at the calibrated ``n``, best
-    of 3 reps each (about 0.3-0.5 s on a 2-CPU machine; most of it is page faults of the three
-    arrays, so a calibration whose sweep found main memory at 128 MiB keeps this short).
+    of 3 reps each (1.5-1.8 s on this project's 2-vCPU VM with 128 MiB arrays, 6.2 s with the
+    600 MiB its reported cache asked for: most of it is the arrays' page faults).
 
     :returns: ``{"dram.add": bytes/s, "gemm.fp64": FLOP/s}``, keys as in ``calibration.rates``.
     """

@@ -41,8 +41,9 @@ _DRAM_FLOOR = 64 * _MIB
 # The cache-resident reference must sit in the last-level cache but past every thread's
 # private caches (up to 2 MiB of L2 a core on the CPUs in docs/roofline.md): a reference read
 # at an L2 rate would let a big LLC holding the swept sizes pass for main memory. So each of
-# its three arrays is 2 MiB per thread, at least 4 MiB, and at most a quarter of the smallest
-# swept size (beyond 8 threads the sweep is not run and the caches' rule stands).
+# its three arrays is 2 MiB per thread, at least 4 MiB, at most an eighth of one LLC instance
+# and a quarter of the smallest swept size (else, e.g. beyond 8 threads, the sweep is not run
+# and the caches' rule stands).
 _REFERENCE_MIN = 4 * _MIB
 _PRIVATE_PER_THREAD = 2 * _MIB
 _SWEEP = (64 * _MIB, 128 * _MIB)
@@ -72,9 +73,10 @@ def past_the_caches(reference: float, swept: Mapping[int, float]) -> int | None:
     >>> past_the_caches(60 * GB, {64: 57 * GB, 128: 55 * GB}) is None  # in the cache
     True
     """
-    if not swept or reference <= 0:
-        return None
     rates = list(swept.values())
+    readings = [reference, *rates]
+    if not rates or not all(r > 0 and math.isfinite(r) for r in readings):
+        return None  # a clock that did not move, or nothing measured: no evidence either way
     if max(rates) > _OUT_OF_CACHE * reference or min(rates) < _PLATEAU * max(rates):
         return None
     return max(swept)
@@ -87,7 +89,7 @@ def reference_bytes(threads: int, llc: int) -> int | None:
 
     >>> reference_bytes(2, 300 * 2**20) // 2**20
     4
-    >>> reference_bytes(16, 300 * 2**20) is None  # 32 MiB a thread's share: too close to 64
+    >>> reference_bytes(16, 300 * 2**20) is None  # 16 x 2 MiB = 32 MiB: too close to 64 MiB
     True
     """
     size = max(_REFERENCE_MIN, threads * _PRIVATE_PER_THREAD)
@@ -173,10 +175,10 @@ class NumpyKernels:
             # Three arrays filling about 3/4 of one LLC instance.
             return int(max(self._llc // 4, 256 * 1024) // 8)
         if self._dram_bytes is None:
-            self._dram_bytes = self._past_the_caches()
+            self._dram_bytes = self._dram_bytes_for_host()
         return self._dram_bytes // 8
 
-    def _past_the_caches(self) -> int:
+    def _dram_bytes_for_host(self) -> int:
         """Bytes per DRAM array: :func:`dram_array_bytes` of the caches' rule (a working set
         well beyond every LLC instance together, so no pass reuses the last one's data; capped
         so a big-cache server does not spend its memory on this)."""
@@ -189,16 +191,26 @@ class NumpyKernels:
         the sweep's sizes, timed in turn for ``_SWEEP_ROUNDS`` rounds on prefixes of one set of
         arrays, best per size."""
         arrays = _arrays(_SWEEP[-1] // 8)
+        temps = self._temps()
         sizes = (reference, *_SWEEP)
         best = dict.fromkeys(sizes, 0.0)
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
             for round_ in range(_SWEEP_ROUNDS + 1):  # round 0 warms up
                 for size in sizes:
                     n = size // 8
-                    rate = self._timed(pool, "add", [x[:n] for x in arrays], _inner(n))
+                    prefix = [x[:n] for x in arrays]
+                    if size == reference:
+                        # The larger sizes' passes have pushed the reference out of the cache:
+                        # one untimed pass brings it back, or its rate would be part memory's.
+                        self._timed(pool, "add", prefix, 1, temps)
+                    rate = self._timed(pool, "add", prefix, _inner(n), temps)
                     if round_:
                         best[size] = max(best[size], rate)
         return best.pop(reference), best
+
+    def _temps(self) -> list[_Array]:
+        """One triad scratch buffer per thread, allocated once (not inside a timing)."""
+        return [np.empty(_TRIAD_CHUNK) for _ in range(self.threads)]
 
     def bandwidth(
         self, level: str, kernels: Sequence[str], reps: int, *, array_bytes: int | None = None
@@ -209,28 +221,35 @@ class NumpyKernels:
         self._sizes[f"array_bytes.{level}"] = n * 8
         inner = _inner(n) if level == "llc" else 1
         arrays = _arrays(n)
+        temps = self._temps()
         out: dict[str, list[float]] = {}
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
             for name in kernels:
                 rates = [
-                    self._timed(pool, name, arrays, inner)
+                    self._timed(pool, name, arrays, inner, temps)
                     for _ in range(reps + 1)  # rep 0 warms up: page faults, pool start-up
                 ]
                 out[name] = [rate for rate in rates[1:] if rate > 0]
         return out
 
     def _timed(
-        self, pool: ThreadPoolExecutor, name: str, arrays: Sequence[_Array], inner: int
+        self,
+        pool: ThreadPoolExecutor,
+        name: str,
+        arrays: Sequence[_Array],
+        inner: int,
+        temps: Sequence[_Array],
     ) -> float:
         """Bytes/s of ``inner`` passes of STREAM kernel ``name`` over ``arrays``, split over
-        the threads (0 when the clock did not move)."""
+        the threads, each with its scratch buffer from ``temps`` (0 when the clock did not
+        move)."""
         kernel = _STREAM_KERNELS[name]
         a, b, c = arrays
         n = a.size
         bounds = np.linspace(0, n, self.threads + 1).astype(int)
         work = [
-            (a[lo:hi], b[lo:hi], c[lo:hi], np.empty(_TRIAD_CHUNK))
-            for lo, hi in itertools.pairwise(bounds)
+            (a[lo:hi], b[lo:hi], c[lo:hi], temp)
+            for (lo, hi), temp in zip(itertools.pairwise(bounds), temps, strict=True)
         ]
 
         def run(item: tuple[_Array, _Array, _Array, _Array]) -> None:

@@ -119,9 +119,13 @@ class Provenance:
 def _array_bytes(value: object, *, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value > 0 and float(value).is_integer())
+    ):
         raise ConfigError(f"{where}: expected a positive whole number of bytes, got {value!r}")
-    return value
+    return int(value)
 
 
 def _check_peaks(peaks: Mapping[str, float], valid: tuple[str, ...], what: str, name: str) -> None:

@@ -630,8 +630,10 @@ class ProvenanceRecord(Record):
     source: str | None = None
     date: str | None = None
     note: str | None = None
-    # A measured bandwidth roof: the bytes per array it was measured on.
+    # A measured bandwidth roof: the bytes per array it was measured on (other roofs: absent).
     array_bytes: int | None = None
+
+    _OMIT_IF_NONE = ("array_bytes",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import pytest
 from pytest_roofline.cli import format_roofs
 from pytest_roofline.errors import ConfigError, RooflineError
 from pytest_roofline.hardware import busy, calibration
+from pytest_roofline.hardware import kernels as kernels_module
 from pytest_roofline.hardware.busy import BUSY_CPU_SHARE, host_busy
 from pytest_roofline.hardware.calibration import (
     DRIFT_TOLERANCE,
@@ -411,8 +412,10 @@ def test_a_measured_bandwidth_roof_names_the_array_size_it_was_measured_on() -> 
     assert "array_bytes" not in target.provenance["flops.fp64"].to_dict()
     again = Provenance.from_dict(target.provenance["bytes.dram"].to_dict())
     assert again == target.provenance["bytes.dram"]
-    with pytest.raises(ConfigError, match=r"provenance\.array_bytes: expected a positive"):
-        Provenance.from_dict({"value": 1.0, "array_bytes": "big"})
+    assert Provenance.from_dict({"value": 1.0, "array_bytes": 134217728.0}).array_bytes == 2**27
+    for bad in ("big", True, 0, -1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match=r"provenance\.array_bytes: expected a positive"):
+            Provenance.from_dict({"value": 1.0, "array_bytes": bad})
 
 
 # --- identity ----------------------------------------------------------------------------
@@ -537,6 +540,9 @@ def test_the_reference_is_past_the_private_caches_and_inside_the_llc(
         ({64: 30.0, 128: 29.5}, None),
         # Nothing measured, or no reference.
         ({}, None),
+        # A clock that did not move reads 0; a NaN is no reading either: neither is evidence.
+        ({64: 0.0, 128: 0.0}, None),
+        ({64: float("nan"), 128: 20.0}, None),
     ],
 )
 def test_past_the_caches_needs_a_clear_drop_and_flat_rates(
@@ -544,6 +550,44 @@ def test_past_the_caches_needs_a_clear_drop_and_flat_rates(
 ) -> None:
     assert past_the_caches(36.7, swept) == expected
     assert past_the_caches(0.0, swept) is None
+    assert past_the_caches(float("nan"), swept) is None
+
+
+@pytest.mark.parametrize(
+    ("llc_mib", "llc_total_mib", "memory_gib", "threads", "expected_mib", "swept"),
+    [
+        (32, 32, 24, 2, 64, False),  # a small cache: the rule (at its 64 MiB floor), unswept
+        (300, 300, 24, 2, 128, True),  # this VM: swept, main memory at 128 MiB
+        (32, 256, 24, 2, 128, True),  # chiplets of 32 MiB: a 4 MiB reference fits one
+        (16, 256, 24, 2, 512, False),  # chiplets of 16 MiB: no reference fits an eighth
+        (300, 300, 24, 16, 600, False),  # 16 threads: no reference past their L2s
+        (300, 300, 2, 2, 128, False),  # 2 GiB: the rule's cap (memory / 16), unswept
+    ],
+)
+def test_the_kernels_sweep_only_when_the_rule_asks_for_much_and_a_reference_fits(
+    monkeypatch: pytest.MonkeyPatch,
+    llc_mib: int,
+    llc_total_mib: int,
+    memory_gib: int,
+    threads: int,
+    expected_mib: int,
+    swept: bool,
+) -> None:
+    monkeypatch.setattr(
+        kernels_module, "last_level_caches", lambda: (llc_mib * MIB, llc_total_mib * MIB)
+    )
+    monkeypatch.setattr(kernels_module, "memory_bytes", lambda: memory_gib * 2**30)
+    kernels = NumpyKernels(threads=threads)
+    sweeps: list[int] = []
+
+    def sweep(reference: int) -> tuple[float, dict[int, float]]:
+        sweeps.append(reference)
+        return REFERENCE, dict(THIS_VM)
+
+    monkeypatch.setattr(kernels, "_sweep", sweep)
+    assert kernels._array_elements("dram") * 8 == expected_mib * MIB
+    assert bool(sweeps) == swept
+    assert sweeps == ([4 * MIB] if swept else [])
 
 
 def test_the_numpy_kernels_time_the_sweep_and_the_given_array_size() -> None:
