@@ -33,6 +33,7 @@ __all__ = [
     "is_regression_check",
     "needs_confirmation",
     "replicated",
+    "settling_margins",
 ]
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
@@ -80,6 +81,12 @@ class Judged(Protocol):
     @property
     def verdict(self) -> str | None: ...
 
+    @property
+    def delta(self) -> float | None: ...
+
+    @property
+    def margin_source(self) -> str | None: ...
+
 
 def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
     """The quantiles paired rounds are asked to settle: those a first look found DIFFERENT
@@ -97,6 +104,30 @@ def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
         for name, c in comparisons.items()
         if c.outcome == "different" or (c.outcome == "unknown" and c.verdict != "insufficient")
     )
+
+
+def settling_margins(comparisons: Mapping[str, Judged]) -> dict[str, float]:
+    """The margin each UNKNOWN quantile that paired rounds settle is judged against: the first
+    look's own (``max(min_effect, history floor)``, ratio minus 1).
+
+    Settling asks whether the change is inside the margin the session gates this test with:
+    a test whose two-run interval fell inside it ships on that, so paired rounds, which are
+    better evidence, are held to the same bar, not to ``min_effect`` alone (measured on the
+    example suite, 2026-12-01: a paired p95 of x1.028 [0.899, 1.089] could not show +5% in 16
+    pairs, left a +37% first look UNKNOWN, and spent the session's settling time on one test).
+    A first look that is too noisy to gate (its margin is the cap, ``gate.max_margin``) is not
+    given its cap: paired rounds settle it against ``min_effect``, as before. DIFFERENT first
+    looks are confirmed against ``min_effect`` (``plugin.confirm.confirmation_margin``).
+    """
+    return {
+        name: float(c.delta)
+        for name, c in comparisons.items()
+        if c.outcome == "unknown"
+        and c.verdict != "insufficient"
+        and c.margin_source in ("history", "min_effect")
+        and c.delta is not None
+        and math.isfinite(c.delta)
+    }
 
 
 def is_regression_check(comparisons: Mapping[str, Judged]) -> bool:

@@ -28,7 +28,11 @@ from pytest_roofline.config.markers import MarkerSettings, bind_marker
 from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
-from pytest_roofline.gate.confirm import is_regression_check, needs_confirmation
+from pytest_roofline.gate.confirm import (
+    is_regression_check,
+    needs_confirmation,
+    settling_margins,
+)
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
 from pytest_roofline.gate.record import canary_level, canary_record
@@ -684,6 +688,7 @@ class RooflineSession:
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,
+            settle_margins={n: settling_margins(self.records[n].change or {}) for n in nodeids},
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,

@@ -1,0 +1,62 @@
+"""Paired rounds settle an UNKNOWN first look against the margin the session gated it with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_roofline.config.settings import GateSettings
+from pytest_roofline.gate.confirm import confirmation_from, settling_margins
+from pytest_roofline.plugin.confirm import confirmation_margin
+from pytest_roofline.stats.paired import compare_paired
+
+
+@dataclass(frozen=True)
+class FirstLook:
+    outcome: str | None
+    verdict: str | None
+    delta: float | None
+    margin_source: str | None
+
+
+def test_unknown_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> None:
+    looks = {
+        "p50": FirstLook("different", "regression", 0.35, "history"),
+        "p95": FirstLook("unknown", "not detected", 0.37, "history"),
+        "p99": FirstLook("unknown", "suspect", 0.10, "min_effect"),
+    }
+    assert settling_margins(looks) == {"p95": 0.37, "p99": 0.10}
+    # Too noisy to gate (the cap), too few samples, or no margin recorded: no first-look margin.
+    assert settling_margins({"p95": FirstLook("unknown", "not detected", 1.0, "cap")}) == {}
+    assert settling_margins({"p95": FirstLook("unknown", "insufficient", 0.37, "history")}) == {}
+    assert settling_margins({"p95": FirstLook("unknown", "not detected", None, None)}) == {}
+    nan = FirstLook("unknown", "not detected", math.nan, "history")
+    assert settling_margins({"p95": nan}) == {}
+
+
+def test_the_settling_margin_is_the_first_looks_and_a_regression_keeps_min_effect() -> None:
+    gate = GateSettings()
+    settled = confirmation_margin(gate, "p95", 0.37)
+    assert (settled.margin, settled.source) == (0.37, "history")
+    confirmed = confirmation_margin(gate, "p95")
+    assert (confirmed.margin, confirmed.source) == (gate.min_effect["p95"], "min_effect")
+
+
+def test_a_paired_interval_inside_the_sessions_margin_settles_what_min_effect_could_not() -> None:
+    # The example suite's case: a paired p95 near x1.02 whose interval reaches past +5%.
+    rng = np.random.default_rng(1)
+    speed = rng.lognormal(0, 0.05, 16)
+    base = [s * rng.lognormal(-9, 0.3, 200) for s in speed]
+    cand = [s * 1.03 * rng.lognormal(-9, 0.3, 200) for s in speed]
+    gate = GateSettings()
+    strict = compare_paired(base, cand, 0.95, delta=confirmation_margin(gate, "p95"))
+    session = compare_paired(base, cand, 0.95, delta=confirmation_margin(gate, "p95", 0.37))
+    assert strict.comparison.ci.high > 1.05  # +5% is not ruled out ...
+    assert confirmation_from(["p95"], {"p95": strict.comparison}, command="ab").state == (
+        "inconclusive"
+    )
+    assert session.comparison.ci.high < 1.37  # ... +37% is
+    overturned = confirmation_from(["p95"], {"p95": session.comparison}, command="ab")
+    assert overturned.state == "overturned"
