@@ -30,10 +30,10 @@ __all__ = [
     "Judged",
     "confirmation_blocker",
     "confirmation_from",
+    "first_look_margins",
     "is_regression_check",
     "needs_confirmation",
     "replicated",
-    "settling_margins",
 ]
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
@@ -106,23 +106,25 @@ def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
     )
 
 
-def settling_margins(comparisons: Mapping[str, Judged]) -> dict[str, float]:
-    """The margin each UNKNOWN quantile that paired rounds settle is judged against: the first
-    look's own (``max(min_effect, history floor)``, ratio minus 1).
+def first_look_margins(comparisons: Mapping[str, Judged]) -> dict[str, float]:
+    """The margin each quantile that paired rounds are asked about is judged against there: the
+    first look's own (``max(min_effect, history floor)``, ratio minus 1).
 
-    Settling asks whether the change is inside the margin the session gates this test with:
-    a test whose two-run interval fell inside it ships on that, so paired rounds, which are
-    better evidence, are held to the same bar, not to ``min_effect`` alone (measured on the
-    example suite, 2026-12-01: a paired p95 of x1.028 [0.899, 1.089] could not show +5% in 16
-    pairs, left a +37% first look UNKNOWN, and spent the session's settling time on one test).
-    A first look that is too noisy to gate (its margin is the cap, ``gate.max_margin``) is not
-    given its cap: paired rounds settle it against ``min_effect``, as before. DIFFERENT first
-    looks are confirmed against ``min_effect`` (``plugin.confirm.confirmation_margin``).
+    Paired rounds in a two-run session answer the session's question, whether the change is
+    beyond the margin the session gates this test with: a test whose two-run interval fell
+    inside it ships on that, and one beyond it rolls back, so paired rounds, which are better
+    evidence, are held to the same bar, not to ``min_effect`` alone. Measured on the example
+    suite, 2026-12-01, with ``min_effect``: a first-look p95 of x1.44 [1.17, 1.61] on unchanged
+    code met paired rounds of x1.036 [0.939, 1.082] and escalated, since +5% was not ruled out
+    in 16 pairs; a +37% UNKNOWN first look whose paired p95 read x1.028 [0.899, 1.089] stayed
+    UNKNOWN and spent the session's settling time on one test. A first look too noisy to gate
+    (its margin is the cap, ``gate.max_margin``) gets no margin here: paired rounds judge it
+    against ``min_effect``, as ``pytest-roofline ab`` does.
     """
     return {
         name: float(c.delta)
         for name, c in comparisons.items()
-        if c.outcome == "unknown"
+        if c.outcome in ("different", "unknown")
         and c.verdict != "insufficient"
         and c.margin_source in ("history", "min_effect")
         and c.delta is not None

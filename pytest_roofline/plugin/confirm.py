@@ -218,10 +218,9 @@ def confirmation_alpha(alpha: float, asked: Mapping[str, Sequence[str]]) -> floa
 def confirmation_margin(
     gate: GateSettings, name: str, first_look: float | None = None
 ) -> GateMargin:
-    """A paired comparison's margin: the user's ``min_effect`` (capped) for a first-look
-    regression, whose run-to-run noise alternation cancels; for an UNKNOWN first look being
-    settled, the ``first_look`` margin it was gated with
-    (:func:`pytest_roofline.gate.confirm.settling_margins` says why)."""
+    """A paired comparison's margin in a two-run session: the ``first_look`` margin the
+    session gated the quantile with (:func:`pytest_roofline.gate.confirm.first_look_margins`
+    says why), else the user's ``min_effect`` (capped)."""
     floor = first_look if first_look is not None else 0.0
     return gate_margin(gate.min_effect.get(name, 0.0), floor, max_margin=gate.max_margin)
 
@@ -239,7 +238,7 @@ def confirm_tests(
     required: Collection[str] | None = None,
     settle_s: float = math.inf,
     confirm_s: float = math.inf,
-    settle_margins: Mapping[str, Mapping[str, float]] | None = None,
+    first_look: Mapping[str, Mapping[str, float]] | None = None,
     clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Confirmation]:
@@ -248,9 +247,9 @@ def confirm_tests(
 
     :param asked: node id -> the quantiles its first look found DIFFERENT or UNKNOWN, in the
         order the tests are measured (regressions first).
-    :param settle_margins: node id -> quantile -> the first look's margin of an UNKNOWN
-        quantile (:func:`pytest_roofline.gate.confirm.settling_margins`); a quantile without
-        one is judged against ``min_effect``.
+    :param first_look: node id -> quantile -> the first look's margin
+        (:func:`pytest_roofline.gate.confirm.first_look_margins`); a quantile without one is
+        judged against ``min_effect``.
     :param required: the node ids of first-look regressions (default: all): each is measured
         while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
         began; any other only while less than ``settle_s`` have. A test not reached is
@@ -296,7 +295,7 @@ def confirm_tests(
                 required=set(asked) if required is None else set(required),
                 settle_s=settle_s,
                 confirm_s=confirm_s,
-                settle_margins=settle_margins or {},
+                first_look=first_look or {},
                 clock=clock,
                 log=log,
             )
@@ -344,7 +343,7 @@ def _measure(
     required: Collection[str],
     settle_s: float,
     confirm_s: float,
-    settle_margins: Mapping[str, Mapping[str, float]],
+    first_look: Mapping[str, Mapping[str, float]],
     clock: Callable[[], float],
     log: Callable[[str], None],
 ) -> dict[str, Confirmation]:
@@ -386,10 +385,8 @@ def _measure(
     found: dict[str, Confirmation] = {}
 
     def confirm(workers: PairedWorkers, nodeid: str) -> Confirmation:
-        settle = settle_margins.get(nodeid, {})
-        margins = {
-            name: confirmation_margin(gate, name, settle.get(name)) for name in asked[nodeid]
-        }
+        own = first_look.get(nodeid, {})
+        margins = {name: confirmation_margin(gate, name, own.get(name)) for name in asked[nodeid]}
         window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
         test = workers.measure_test(
             nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s

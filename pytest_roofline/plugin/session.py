@@ -29,9 +29,9 @@ from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolv
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.confirm import (
+    first_look_margins,
     is_regression_check,
     needs_confirmation,
-    settling_margins,
 )
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
@@ -688,7 +688,7 @@ class RooflineSession:
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,
-            settle_margins={n: settling_margins(self.records[n].change or {}) for n in nodeids},
+            first_look={n: first_look_margins(self.records[n].change or {}) for n in nodeids},
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,
