@@ -3,7 +3,8 @@
 Builds ``paired_validation.py``'s fixture project with an A/A candidate (a comment changed),
 runs ``pytest-roofline ab -k elementwise`` (the two copies of an ``np.add`` over 200 000
 float64) ``--runs`` times, and prints per run and test the decision, the paired p50 ratio and
-interval, and the state of the second worker pair's confirmation. Environment variables given
+interval, the state of the fresh worker pairs' confirmation and how many pairs found the
+regression (``found by 2 of 3 pairs``). Environment variables given
 to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTHONHASHSEED``).
 
 Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8] [-k elementwise]
@@ -21,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired_validation import QUIET, git, make_project
+
+from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS
 
 
 def main() -> None:
@@ -46,7 +49,12 @@ def main() -> None:
         row = []
         for test in json.loads(out.read_text())["tests"]:
             p50 = test["change"]["p50"]
-            state = (test.get("confirmation") or {}).get("state", "")
+            confirmation = test.get("confirmation") or {}
+            state = confirmation.get("state", "")
+            if state in ("confirmed", "inconclusive"):
+                # The first pair found it; each "reproduced by" is one more pair that did.
+                found = 1 + confirmation.get("reason", "").count("reproduced by")
+                state += f" (found by {found} of {ROLLBACK_WORKER_PAIRS} pairs)"
             row.append(
                 f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
                 f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()

@@ -331,17 +331,34 @@ def _look(
 
 
 def regressed(
-    tests: Mapping[str, TestWindows], gate: GateSettings, settings: WindowSettings
-) -> list[str]:
-    """The tests whose windows show a regression (some gated quantile DIFFERENT), compared as
-    :func:`analyse_windows` will compare them."""
+    tests: Mapping[str, TestWindows],
+    gate: GateSettings,
+    settings: WindowSettings,
+    *,
+    asked: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, list[str]]:
+    """The tests whose windows show a regression, compared as :func:`analyse_windows` will
+    compare them: node id -> its DIFFERENT gated quantiles.
+
+    :param asked: node id -> the quantiles an earlier pair of workers found DIFFERENT; when
+        given, a test counts only if one of those is DIFFERENT here too (what
+        :func:`replication` will call confirmed), and only those are listed.
+    """
     margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
     plan = ab_plan(gate, settings, len(tests))
-    found = []
+    found: dict[str, list[str]] = {}
     for nodeid, test in tests.items():
         look = _look(test, margins, plan, gate.alpha) if test.error is None else None
-        if look and is_regression_check({n: c.comparison for n, c in look.items()}):
-            found.append(nodeid)
+        if not look or not is_regression_check({n: c.comparison for n, c in look.items()}):
+            continue
+        wanted = None if asked is None else set(asked.get(nodeid, ()))
+        names = [
+            name
+            for name, c in look.items()
+            if c.comparison.outcome == "different" and (wanted is None or name in wanted)
+        ]
+        if names:
+            found[nodeid] = names
     return found
 
 
@@ -376,20 +393,22 @@ def windows_confirmation(
 def replication(
     test: TestWindows,
     first: Mapping[str, QuantileComparison],
-    replica: TestWindows,
+    replicas: Sequence[TestWindows],
     margins: Mapping[str, GateMargin],
     plan: SequentialPlan,
     gate: GateSettings,
     command: str,
 ) -> Confirmation:
-    """A regression the first pair of workers found, measured again by a second pair.
+    """A regression the first pair of workers found, measured again by fresh pairs.
 
-    One pair of workers is one process per side, and a process can run a test 20% slower for
-    its whole life (``gate.confirm.replicated``); so ``ab`` rolls a test back only if a fresh
-    pair finds the regression too. A second pair that failed or measured nothing leaves it
-    unconfirmed.
+    One pair of workers is one process per side, and a process can run a test 10-30% off for
+    its whole life (``gate.confirm.replicated``); so ``ab`` rolls a test back only if every
+    fresh pair (``ROLLBACK_WORKER_PAIRS`` in all) finds the regression too. A pair that failed
+    or measured nothing leaves it unconfirmed.
 
     :param first: the first pair's comparisons (decided at its look).
+    :param replicas: what the second, third, ... pair measured, in order; a pair after one that
+        did not confirm is not needed (the command does not run it).
     """
     asked = [name for name, c in first.items() if c.outcome == "different"]
     found = confirmation_from(
@@ -400,8 +419,11 @@ def replication(
         pairs_dropped=len(test.dropped),
         stop=test.stop,
     )
-    again = windows_confirmation(asked, replica, margins, plan, alpha=gate.alpha, command=command)
-    return replicated(found, again)
+    again = [
+        windows_confirmation(asked, replica, margins, plan, alpha=gate.alpha, command=command)
+        for replica in replicas
+    ]
+    return replicated(found, *again)
 
 
 def analyse_windows(
@@ -420,7 +442,7 @@ def analyse_windows(
     started: float,
     finished: float,
     max_pairs: int | None = None,
-    replicas: Mapping[str, TestWindows] | None = None,
+    replicas: Sequence[Mapping[str, TestWindows]] | None = None,
 ) -> tuple[RunDocument, list[StoredResult]]:
     """Compare, decide and build the document of a paired run measured on persistent workers.
 
@@ -435,8 +457,9 @@ def analyse_windows(
     :param candidate: the candidate's.
     :param max_pairs: ``run.rounds`` (default: the most pairs any test ran).
     :param run_reasons: run-level problems (e.g. a test failing on one side): they escalate.
-    :param replicas: the windows a second pair of workers measured for the tests the first pair
-        found regressed (:func:`regressed`); such a test rolls back only if both pairs find it
+    :param replicas: per fresh pair of workers after the first (the second, the third, ...),
+        the windows it measured for the tests every pair before it found regressed
+        (:func:`regressed`); such a test rolls back only if every pair finds it
         (:func:`replication`). ``None``: not replicated, the first pair decides.
     :returns: as :func:`analyse_rounds`: the candidate's pooled samples as each result's
         samples, the baseline's and every kept pair's sample counts under ``payload["paired"]``
@@ -474,12 +497,13 @@ def analyse_windows(
         look = _look(test, margins, plan, gate.alpha)
         if look is not None:
             comparisons[nodeid] = look
-        if replicas is not None and nodeid in replicas and nodeid in comparisons:
+        again = [pair[nodeid] for pair in replicas or () if nodeid in pair]
+        if again and nodeid in comparisons:
             first = {name: c.comparison for name, c in comparisons[nodeid].items()}
             inputs[nodeid] = replace(
                 inputs[nodeid],
                 replication=replication(
-                    test, first, replicas[nodeid], margins, plan, gate, replay_command(nodeid)
+                    test, first, again, margins, plan, gate, replay_command(nodeid)
                 ),
             )
     k = max_pairs if max_pairs is not None else max((t.pairs for t in tests.values()), default=0)

@@ -20,9 +20,10 @@ steps:
    ``--budget / K`` (a marker's ``budget=`` takes the place of ``--budget`` for its test), so a
    test that runs to the maximum spends the budget per side that ``--budget`` (or its marker)
    names.
-5. Measure every test the windows found regressed again, on a fresh pair of workers: one
-   process can run a test 20% slower for its whole life, so a rollback rests on two pairs
-   (:func:`~pytest_roofline.ab.analysis.replication`); a test only one pair finds escalates.
+5. Measure every test the windows found regressed again, on fresh pairs of workers: one
+   process can run a test 10-30% off for its whole life, so a rollback rests on three pairs
+   (``ROLLBACK_WORKER_PAIRS``, :func:`~pytest_roofline.ab.analysis.replication`), each fresh
+   pair measuring only what every pair before it found; a test one pair does not find escalates.
 6. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
    store as one run (``design="paired"``) that keeps both sides' samples and every sample's pair.
 """
@@ -70,7 +71,9 @@ from pytest_roofline.ab.workers import (
     WorkerError,
     pair_order,
 )
+from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.errors import AbError
+from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS
 from pytest_roofline.gate.evidence import GATED_QUANTILES
 from pytest_roofline.hardware.calibration import calibration_key
 from pytest_roofline.model.document import PairedRun, PairedSide, RoundTiming, RunDocument
@@ -146,11 +149,12 @@ def _measure(
     scratch: Path,
     user_args: tuple[str, ...],
     log: Callable[[str], None],
-) -> tuple[dict[str, TestWindows], dict[str, TestWindows], PairedWorkers, list[str]]:
+) -> tuple[dict[str, TestWindows], list[dict[str, TestWindows]], PairedWorkers, list[str]]:
     """Start both workers, check them, measure every common test; the workers are stopped.
 
-    Then a fresh pair of workers measures again every test the first pair found regressed
-    (:func:`_replicate`): the second dict. The :class:`PairedWorkers` returned is the first pair.
+    Then fresh pairs of workers measure again every test the pairs before them found regressed
+    (:func:`_replicate`): the list of dicts, one per fresh pair. The :class:`PairedWorkers`
+    returned is the first pair.
     """
     specs = {}
     for side in SIDES:
@@ -211,40 +215,52 @@ def _measure(
     # What the tests imported while they ran counts too (lazy imports inside a test).
     for side, probe in workers.final_probes.items():
         _check(side, probe, trees, "after the windows")
-    again = regressed(tests, plan.gate, settings)
-    replicas = _replicate(again, specs, settings, rule, window_s, trees, log) if again else {}
+    replicas = _replicate(tests, plan.gate, specs, settings, rule, window_s, trees, log)
     return tests, replicas, workers, reasons
 
 
 def _replicate(
-    nodeids: list[str],
+    tests: Mapping[str, TestWindows],
+    gate: GateSettings,
     specs: Mapping[Side, SideSpec],
     settings: WindowSettings,
     rule: AssessedStop,
     window_s: Mapping[str, float],
     trees: Mapping[Side, Tree],
     log: Callable[[str], None],
-) -> dict[str, TestWindows]:
-    """Measure ``nodeids`` again on a fresh pair of workers (``analysis.replication``).
+) -> list[dict[str, TestWindows]]:
+    """Measure the regressed tests again on fresh pairs of workers (``analysis.replication``).
 
-    A worker pair that fails leaves each test with an ``error`` entry: unconfirmed, escalated.
+    Each fresh pair, up to ``ROLLBACK_WORKER_PAIRS`` pairs in all, measures only the tests
+    every pair before it found regressed in the same quantiles; one pair that does not find it
+    settles the test (escalated), so an unchanged test costs the extra pairs only while the
+    processes keep agreeing. A worker pair that fails leaves each of its tests an ``error``
+    entry: unconfirmed, escalated.
     """
-    log(f"measuring {len(nodeids)} regressed test(s) again on a second pair of worker processes")
-    replicas: dict[str, TestWindows] = {}
-    try:
-        with PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log) as workers:
-            for side in SIDES:
-                _check(side, workers.collected[side].probe, trees, "at collection")
-            for nodeid in nodeids:
-                test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
-                replicas[nodeid] = test
-                log(f"[again] {nodeid}: {test.pairs} window pairs ({test.stop})")
-    except WorkerError as exc:
-        for nodeid in nodeids:
-            replicas.setdefault(
-                nodeid,
-                TestWindows(nodeid, (), 0, "error", 0.0, error=str(_worker_failure(exc, trees))),
-            )
+    asked = regressed(tests, gate, settings)
+    replicas: list[dict[str, TestWindows]] = []
+    for number in range(2, ROLLBACK_WORKER_PAIRS + 1):
+        if not asked:
+            break
+        log(
+            f"measuring {len(asked)} regressed test(s) again on pair {number} of "
+            f"{ROLLBACK_WORKER_PAIRS} of worker processes"
+        )
+        measured: dict[str, TestWindows] = {}
+        try:
+            with PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log) as workers:
+                for side in SIDES:
+                    _check(side, workers.collected[side].probe, trees, "at collection")
+                for nodeid in asked:
+                    test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
+                    measured[nodeid] = test
+                    log(f"[pair {number}] {nodeid}: {test.pairs} window pairs ({test.stop})")
+        except WorkerError as exc:
+            error = str(_worker_failure(exc, trees))
+            for nodeid in asked:
+                measured.setdefault(nodeid, TestWindows(nodeid, (), 0, "error", 0.0, error=error))
+        replicas.append(measured)
+        asked = regressed(measured, gate, settings, asked=asked)
     return replicas
 
 

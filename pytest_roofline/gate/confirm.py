@@ -27,6 +27,7 @@ from pytest_roofline.gate.layers import layer_of, tag_diff
 
 __all__ = [
     "REPRODUCIBLE_TAGS",
+    "ROLLBACK_WORKER_PAIRS",
     "Judged",
     "confirmation_blocker",
     "confirmation_from",
@@ -38,6 +39,11 @@ __all__ = [
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
 """Tags a worktree of the baseline's commit reproduces (the candidate side is the current tree)."""
+ROLLBACK_WORKER_PAIRS = 3
+"""How many pairs of worker processes must each find a paired regression before it rolls back
+(:func:`replicated`): the first pair and two fresh ones. Two were not enough: at 12 window
+pairs a process-level bias of an unchanged elementwise test was found by both in 4 of 32 A/A
+runs (``docs/paired.md``)."""
 _HARDWARE_LAYER = "hardware"
 _PAIRED_PREFIX = "paired rounds against the baseline's commit: "
 
@@ -191,37 +197,52 @@ def _figures(c: stats.QuantileComparison | None) -> str:
     return f" x{c.ratio:.3f} [{c.ci.low:.3f}, {c.ci.high:.3f}]"
 
 
-def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
-    """A confirmation that rests on two pairs of worker processes, not one.
+def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Confirmation:
+    """A confirmation that rests on several pairs of worker processes, not one.
 
     One pair of workers is one process per side, and a process carries a "personality" of its
-    own (where its arrays landed, its hash seed): measured here, an unchanged elementwise test
-    ran 22% slower in the candidate's process than in the baseline's through 16 window pairs
-    (paired x1.224 [1.085, 1.288]) and was rolled back. So a regression the first pair of
-    workers confirms is measured again by a fresh pair, and confirmed only if that pair finds
-    it too; otherwise the two pairs disagree and the test is ``inconclusive`` (escalated), the
-    reason naming both. Anything the first pair did not confirm is returned as it is.
+    own (where its arrays landed): measured here, an unchanged elementwise test ran 10-30% off
+    in one side's process for its whole life in about half of A/A runs, and at 12 window pairs
+    a second fresh pair agreed with the first in 4 of 32 runs (``docs/paired.md``, "Where a
+    process's arrays land"). So a regression the first pair of workers confirms is measured
+    again by fresh pairs, ``again`` in order (the second pair, the third, ...), and stays
+    confirmed only while every one of them finds it too; the first that does not (or could not
+    measure it) makes the test ``inconclusive`` (escalated), the reason naming what each found.
+    Anything the first pair did not confirm is returned as it is, and later pairs are ignored
+    once one disagreed.
+
+    :param start: the number of ``again``'s first pair (3 when ``first`` is already what two
+        pairs found), for the reasons' wording.
     """
+    result = first
+    for number, second in enumerate(again, start=start):
+        result = _one_more_pair(result, second, number)
+    return result
+
+
+def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Confirmation:
+    """``first`` (what pairs 1..number-1 found) measured again by pair ``number``."""
     if first.state != "confirmed":
         return first
+    nth = f"a {_ordinal(number)} pair of worker processes"
     pairs = (first.pairs or 0) + (second.pairs or 0)
     dropped = (first.pairs_dropped or 0) + (second.pairs_dropped or 0)
     if second.state == "confirmed":
         return replace(
             first,
-            reason=f"{first.reason}; reproduced by a second pair of worker processes "
+            reason=f"{first.reason}; reproduced by {nth} "
             f"({second.reason.removeprefix(_PAIRED_PREFIX)})",
             pairs=pairs,
             pairs_dropped=dropped,
         )
     if second.state == "unavailable":
         why = (
-            f"{first.reason}, but a second pair of worker processes could not measure it "
-            f"again ({second.reason}): one pair of processes is not enough to roll back"
+            f"{first.reason}, but {nth} could not measure it again ({second.reason}): "
+            f"a rollback needs {number} pairs of processes to find it"
         )
     else:
         why = (
-            f"{first.reason}, but a second pair of worker processes did not find it "
+            f"{first.reason}, but {nth} did not find it "
             f"({second.reason}): the processes differ, not necessarily the code"
         )
     return replace(
@@ -233,3 +254,7 @@ def replicated(first: Confirmation, second: Confirmation) -> Confirmation:
         pairs_dropped=dropped,
         disputed=True,
     )
+
+
+def _ordinal(number: int) -> str:
+    return {2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(number, f"{number}th")

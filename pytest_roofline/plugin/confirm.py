@@ -29,7 +29,11 @@ from pytest_roofline.ab.stale import SCRATCH_PREFIX, WORKTREE_NAME, ScratchClaim
 from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
 from pytest_roofline.config.settings import GateSettings, RooflineConfig
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.gate.confirm import confirmation_blocker, replicated
+from pytest_roofline.gate.confirm import (
+    ROLLBACK_WORKER_PAIRS,
+    confirmation_blocker,
+    replicated,
+)
 from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.paired_looks import PairedStop, paired_plan
 from pytest_roofline.gate.run import ab_command
@@ -253,8 +257,9 @@ def confirm_tests(
     :param required: the node ids of first-look regressions (default: all): each is measured
         while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
         began; any other only while less than ``settle_s`` have. A test not reached is
-        ``unavailable``, saying so. The second pair of workers, which measures again what the
-        first confirmed, has ``confirm_s`` of its own.
+        ``unavailable``, saying so. Each further pair of workers (``ROLLBACK_WORKER_PAIRS``
+        in all), which measures again what the pairs before it confirmed, has ``confirm_s`` of
+        its own.
     :param call_s: node id -> its per-call time (the first look's p50), to size its windows.
     :param rootdir: pytest's rootdir; node ids are relative to it in both trees.
     :param store_path: the user's store, whose cached host calibration seeds the workers'.
@@ -416,30 +421,17 @@ def _measure(
                     continue
                 found[nodeid] = confirm(workers, nodeid)
         # A rollback must not rest on one pair of processes (gate.confirm.replicated): what the
-        # first pair confirmed, a fresh pair measures again.
-        again = [nodeid for nodeid in nodeids if found[nodeid].state == "confirmed"]
-        replicas: dict[str, Confirmation] = {}
-        if again:
-            try:
-                with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
-                    second_began = clock()
-                    for nodeid in again:
-                        late = _out_of_time(True, clock() - second_began, confirm_s, settle_s)
-                        replicas[nodeid] = (
-                            Confirmation(
-                                state="unavailable", reason=f"second pair: {late}", out_of_time=True
-                            )
-                            if late
-                            else confirm(workers, nodeid)
-                        )
-            except RooflineError as exc:
-                failed = Confirmation(
-                    state="unavailable", reason=f"the second pair of workers failed: {exc}"
-                )
-                for nodeid in again:
-                    replicas.setdefault(nodeid, failed)
-        for nodeid in again:
-            found[nodeid] = replicated(found[nodeid], replicas[nodeid])
+        # pairs before confirmed, a fresh pair measures again, ROLLBACK_WORKER_PAIRS in all.
+        for number in range(2, ROLLBACK_WORKER_PAIRS + 1):
+            again = [nodeid for nodeid in nodeids if found[nodeid].state == "confirmed"]
+            if not again:
+                break
+            log(f"measuring {len(again)} confirmed regression(s) again on worker pair {number}")
+            replicas = _replica_pair(
+                again, specs, windows, number, confirm_s, measure=confirm, clock=clock, log=log
+            )
+            for nodeid in again:
+                found[nodeid] = replicated(found[nodeid], replicas[nodeid], start=number)
     except RooflineError as exc:
         reason = f"the paired workers failed: {exc}"
         for nodeid in nodeids:
@@ -449,4 +441,39 @@ def _measure(
                     state="unavailable", reason=reason, command=ab_command(nodeid, commit)
                 ),
             )
+    return found
+
+
+def _replica_pair(
+    nodeids: Sequence[str],
+    specs: Sequence[SideSpec],
+    windows: WindowSettings,
+    number: int,
+    confirm_s: float,
+    *,
+    measure: Callable[[PairedWorkers, str], Confirmation],
+    clock: Callable[[], float],
+    log: Callable[[str], None],
+) -> dict[str, Confirmation]:
+    """What fresh worker pair ``number`` finds for ``nodeids``, with ``confirm_s`` of its own;
+    a test it does not reach in time, or a pair that fails, is ``unavailable``, saying so."""
+    found: dict[str, Confirmation] = {}
+    try:
+        with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
+            began = clock()
+            for nodeid in nodeids:
+                late = _out_of_time(True, clock() - began, confirm_s, math.inf)
+                found[nodeid] = (
+                    Confirmation(
+                        state="unavailable",
+                        reason=f"worker pair {number}: {late}",
+                        out_of_time=True,
+                    )
+                    if late
+                    else measure(workers, nodeid)
+                )
+    except RooflineError as exc:
+        failed = Confirmation(state="unavailable", reason=f"worker pair {number} failed: {exc}")
+        for nodeid in nodeids:
+            found.setdefault(nodeid, failed)
     return found

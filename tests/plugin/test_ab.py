@@ -85,9 +85,11 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert "decision: ROLLBACK" in out
     assert "one worker per side, 4-4 window pairs per test (ABBA) of 0.05 s" in err
     assert "[1/1] tests/test_perf.py::test_work: 4 window pairs (max_pairs" in err
-    # The regression one pair of workers found is measured again by a fresh pair.
-    assert "measuring 1 regressed test(s) again on a second pair of worker processes" in err
-    assert "[again] tests/test_perf.py::test_work: 4 window pairs" in err
+    # The regression one pair of workers found is measured again by two fresh pairs.
+    assert "measuring 1 regressed test(s) again on pair 2 of 3 of worker processes" in err
+    assert "[pair 2] tests/test_perf.py::test_work: 4 window pairs" in err
+    assert "measuring 1 regressed test(s) again on pair 3 of 3 of worker processes" in err
+    assert "[pair 3] tests/test_perf.py::test_work: 4 window pairs" in err
 
     document = json.loads((repo / "out.json").read_text())
     run = document["run"]
@@ -107,8 +109,9 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     (test,) = document["tests"]
     assert test["decision"] == "rollback"
     assert test["confirmation"]["state"] == "confirmed"
-    assert test["confirmation"]["pairs"] == 8
+    assert test["confirmation"]["pairs"] == 12
     assert any("reproduced by a second pair of worker processes" in r for r in test["reasons"])
+    assert any("reproduced by a third pair of worker processes" in r for r in test["reasons"])
     # A 4x change is a regression at p50 or p95 (on a heavily loaded host one of them may be
     # only "suspect" after 4 pairs); either rolls the test back.
     assert "regression" in {test["change"][q]["verdict"] for q in ("p50", "p95")}

@@ -124,9 +124,12 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     assert test["decision"] == "rollback"
     confirmation = test["confirmation"]
     assert confirmation["state"] == "confirmed"
-    # Two pairs of worker processes measured it, each at least min_pairs (gate.confirm.replicated).
-    assert confirmation["pairs"] >= 8
+    # Three pairs of worker processes measured it, each at least min_pairs
+    # (gate.confirm.replicated, ROLLBACK_WORKER_PAIRS).
+    assert confirmation["pairs"] >= 12
     assert "reproduced by a second pair of worker processes" in confirmation["reason"]
+    assert "reproduced by a third pair of worker processes" in confirmation["reason"]
+    assert "again on worker pair 3" in done.stdout + done.stderr
     # The rounds stop at the first look where any asked quantile is DIFFERENT, so which one
     # crossed its boundary first (p50 or a tail, all x3 here) is up to the seeded noise.
     paired = confirmation["change"]

@@ -148,9 +148,7 @@ def collect(side: Side, commit: str) -> CollectInfo:
     )  # fmt: skip
 
 
-def analyse(
-    test: TestWindows, replica: TestWindows | None = None
-) -> tuple[dict[str, object], list[object]]:
+def analyse(test: TestWindows, *replicas: TestWindows) -> tuple[dict[str, object], list[object]]:
     gate = GateSettings()
     document, stored = analyse_windows(
         {NODEID: test},
@@ -162,7 +160,7 @@ def analyse(
         started=1.0,
         finished=2.0,
         max_pairs=8,
-        replicas=None if replica is None else {NODEID: replica},
+        replicas=[{NODEID: replica} for replica in replicas] if replicas else None,
     )
     return document.to_json(), list(stored)
 
@@ -217,24 +215,67 @@ def test_dropped_pairs_are_replaced_up_to_half_of_max_pairs_by_default() -> None
         WindowSettings(max_replacements=-1)
 
 
-# ------------------------------------------------------------------ a second pair of workers
-def test_a_regression_a_second_pair_of_workers_finds_too_rolls_back() -> None:
-    first = TestWindows(NODEID, windows(1.5, 6, {}), pairs=6, stop="decided", wall_s=1.0)
-    again = TestWindows(NODEID, windows(1.5, 6, {}, seed=1), pairs=6, stop="decided", wall_s=1.0)
-    assert regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
-    document, _ = analyse(first, again)
+# ------------------------------------------------------------------ fresh pairs of workers
+def measured(effect: float, pairs: int, seed: int) -> TestWindows:
+    return TestWindows(
+        NODEID, windows(effect, pairs, {}, seed=seed), pairs=pairs, stop="decided", wall_s=1.0
+    )
+
+
+def test_a_regression_every_fresh_pair_of_workers_finds_too_rolls_back() -> None:
+    first, second, third = measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.5, 4, 2)
+    found = regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0))
+    assert list(found) == [NODEID] and "p50" in found[NODEID]
+    # The next pair is asked about the quantiles the first found, and finds them too.
+    assert regressed({NODEID: second}, GateSettings(), ab_windows(8, 1.0), asked=found) == found
+    document, _ = analyse(first, second, third)
     (test,) = document["tests"]  # type: ignore[misc]
     assert test["decision"] == "rollback"
     assert test["confirmation"]["state"] == "confirmed"
-    assert test["confirmation"]["pairs"] == 12
-    assert any("reproduced by a second pair of worker processes" in r for r in test["reasons"])
+    assert test["confirmation"]["pairs"] == 16
+    reasons = " ".join(test["reasons"])
+    assert "reproduced by a second pair of worker processes" in reasons
+    assert "reproduced by a third pair of worker processes" in reasons
+
+
+def test_two_pairs_of_workers_are_not_enough_to_roll_back() -> None:
+    # What the command measures after a third pair failed: the regression stays unconfirmed.
+    first, second = measured(1.5, 6, 0), measured(1.5, 6, 1)
+    failed = TestWindows(NODEID, (), 0, "error", 0.0, error="worker pid 9 died")
+    document, _ = analyse(first, second, failed)
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["decision"] == "escalate"
+    reasons = " ".join(test["reasons"])
+    assert "reproduced by a second pair of worker processes" in reasons
+    assert "a third pair of worker processes could not measure it again" in reasons
+    assert "a rollback needs 3 pairs of processes to find it" in reasons
+
+
+def test_a_regression_the_third_pair_of_workers_does_not_find_escalates() -> None:
+    # Two pairs' candidate processes ran the unchanged test 1.5x slower; a third does not.
+    document, _ = analyse(measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.0, 8, 2))
+    (test,) = document["tests"]  # type: ignore[misc]
+    assert test["decision"] == "escalate"
+    assert test["confirmation"]["state"] == "inconclusive"
+    assert test["confirmation"]["pairs"] == 20
+    reasons = " ".join(test["reasons"])
+    assert "a third pair of worker processes did not find it" in reasons
+    assert "the processes differ, not necessarily the code" in reasons
+
+
+def test_a_pair_asked_about_p50_that_finds_only_a_tail_does_not_carry_it_on() -> None:
+    first = measured(1.5, 6, 0)
+    found = regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0))
+    unchanged = measured(1.0, 8, 3)
+    settings = ab_windows(8, 1.0)
+    assert regressed({NODEID: unchanged}, GateSettings(), settings, asked=found) == {}
+    assert regressed({NODEID: first}, GateSettings(), settings, asked={NODEID: ["p999"]}) == {}
 
 
 def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
     # The first pair's candidate process ran the unchanged test 1.5x slower; a fresh pair does not.
-    first = TestWindows(NODEID, windows(1.5, 6, {}), pairs=6, stop="decided", wall_s=1.0)
-    again = TestWindows(NODEID, windows(1.0, 8, {}, seed=1), pairs=8, stop="decided", wall_s=1.0)
-    document, _ = analyse(first, again)
+    first = measured(1.5, 6, 0)
+    document, _ = analyse(first, measured(1.0, 8, 1))
     (test,) = document["tests"]  # type: ignore[misc]
     assert test["decision"] == "escalate"
     assert test["confirmation"]["state"] == "inconclusive"
@@ -249,4 +290,4 @@ def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
 
 def test_an_unchanged_test_is_not_measured_again() -> None:
     same = TestWindows(NODEID, windows(1.0, 8, {}), pairs=8, stop="decided", wall_s=1.0)
-    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == []
+    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == {}

@@ -1,8 +1,8 @@
-"""A paired confirmation of a regression rests on two pairs of worker processes, not one."""
+"""A paired confirmation of a regression rests on several pairs of worker processes, not one."""
 
 from __future__ import annotations
 
-from pytest_roofline.gate.confirm import confirmation_from, replicated
+from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS, confirmation_from, replicated
 from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.policy import decide_test
 
@@ -72,3 +72,34 @@ def test_an_ab_regression_rolls_back_only_when_a_second_pair_finds_it_too() -> N
     disputed = replicated(confirmation(DIFFERENT), confirmation(SAME))
     held = decide_test(evidence(comparisons={"p50": found}, design="paired", confirmation=disputed))
     assert held.decision == "escalate"
+
+
+def test_a_regression_stays_confirmed_only_while_every_further_pair_finds_it() -> None:
+    assert ROLLBACK_WORKER_PAIRS == 3
+    three = replicated(
+        confirmation(DIFFERENT, 8), confirmation(DIFFERENT, 6), confirmation(DIFFERENT, 4)
+    )
+    assert three.state == "confirmed" and three.pairs == 18
+    assert "reproduced by a second pair" in three.reason
+    assert "reproduced by a third pair" in three.reason
+    # The third pair disagrees: the two that agreed are not enough.
+    split = replicated(
+        confirmation(DIFFERENT),
+        confirmation(DIFFERENT),
+        confirmation(SAME),
+        confirmation(DIFFERENT),
+    )
+    assert split.state == "inconclusive" and split.disputed
+    assert "a third pair of worker processes did not find it" in split.reason
+    assert "fourth" not in split.reason  # a pair after the one that disagreed changes nothing
+    assert split.pairs == 48
+
+
+def test_a_confirmation_two_pairs_made_is_carried_on_by_the_third() -> None:
+    # The plugin measures pair by pair: what pairs 1-2 found, then pair 3 (start=3).
+    two = replicated(confirmation(DIFFERENT), confirmation(DIFFERENT))
+    failed = Confirmation(state="unavailable", reason="worker pair 3 failed: boom")
+    three = replicated(two, failed, start=3)
+    assert three.state == "inconclusive"
+    assert "a third pair of worker processes could not measure it again" in three.reason
+    assert "a rollback needs 3 pairs of processes to find it" in three.reason
