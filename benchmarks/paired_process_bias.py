@@ -7,7 +7,11 @@ interval, the state of the fresh worker pairs' confirmation and how many pairs f
 regression (``found by 2 of 3 pairs``). Environment variables given
 to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTHONHASHSEED``).
 
-Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8] [-k elementwise]
+With ``--scenario uniform10 -k ''`` it shows how far each test of an injected change got
+through the worker pairs a rollback needs.
+
+Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8]
+[-k elementwise] [--scenario none]
 """
 
 from __future__ import annotations
@@ -31,18 +35,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--budget", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=8)
-    parser.add_argument("-k", dest="keyword", default="elementwise")
+    parser.add_argument("-k", dest="keyword", default="elementwise", help="'' for every test")
+    parser.add_argument(
+        "--scenario",
+        default="none",
+        help="the candidate commit: none (A/A) or an injected change, e.g. uniform10",
+    )
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="process-bias-"))
-    repo, _ = make_project(root, ["none"])
-    git(repo, "checkout", "-q", "cand-none")
+    repo, _ = make_project(root, [options.scenario])
+    git(repo, "checkout", "-q", f"cand-{options.scenario}")
     for run in range(options.runs):
         out = root / "ab.json"
         command = [
             sys.executable, "-m", "pytest_roofline.cli", "ab", "--baseline=base",
             f"--rounds={options.rounds}", f"--budget={options.budget}",
             f"--store={root / 'ab.sqlite'}", f"--json={out}", "--gate=never",
-            "--", "-p", "no:benchmark", *QUIET, "-k", options.keyword,
+            "--", "-p", "no:benchmark", *QUIET, *(["-k", options.keyword] if options.keyword else []),
         ]  # fmt: skip
         started = time.perf_counter()
         subprocess.run(command, cwd=repo, capture_output=True, check=False)

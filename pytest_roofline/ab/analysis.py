@@ -331,34 +331,17 @@ def _look(
 
 
 def regressed(
-    tests: Mapping[str, TestWindows],
-    gate: GateSettings,
-    settings: WindowSettings,
-    *,
-    asked: Mapping[str, Sequence[str]] | None = None,
-) -> dict[str, list[str]]:
-    """The tests whose windows show a regression, compared as :func:`analyse_windows` will
-    compare them: node id -> its DIFFERENT gated quantiles.
-
-    :param asked: node id -> the quantiles an earlier pair of workers found DIFFERENT; when
-        given, a test counts only if one of those is DIFFERENT here too (what
-        :func:`replication` will call confirmed), and only those are listed.
-    """
+    tests: Mapping[str, TestWindows], gate: GateSettings, settings: WindowSettings
+) -> list[str]:
+    """The tests whose windows show a regression (some gated quantile DIFFERENT), compared as
+    :func:`analyse_windows` will compare them."""
     margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
     plan = ab_plan(gate, settings, len(tests))
-    found: dict[str, list[str]] = {}
+    found = []
     for nodeid, test in tests.items():
         look = _look(test, margins, plan, gate.alpha) if test.error is None else None
-        if not look or not is_regression_check({n: c.comparison for n, c in look.items()}):
-            continue
-        wanted = None if asked is None else set(asked.get(nodeid, ()))
-        names = [
-            name
-            for name, c in look.items()
-            if c.comparison.outcome == "different" and (wanted is None or name in wanted)
-        ]
-        if names:
-            found[nodeid] = names
+        if look and is_regression_check({n: c.comparison for n, c in look.items()}):
+            found.append(nodeid)
     return found
 
 
@@ -406,13 +389,19 @@ def replication(
     fresh pair (``ROLLBACK_WORKER_PAIRS`` in all) finds the regression too. A pair that failed
     or measured nothing leaves it unconfirmed.
 
+    Each fresh pair is asked what the first pair was: whether the test regressed, any gated
+    quantile DIFFERENT, not necessarily the one the first pair's windows crossed first. The
+    sequential stop ends a pair's windows at the first quantile that crosses its boundary, so
+    which one that is (p50 or a tail, for a uniform +10%) is up to the noise; and a process's
+    layout moves every quantile together, so asking a fresh pair for the same one guards
+    nothing more against it, while it costs the power each extra pair already takes.
+
     :param first: the first pair's comparisons (decided at its look).
     :param replicas: what the second, third, ... pair measured, in order; a pair after one that
         did not confirm is not needed (the command does not run it).
     """
-    asked = [name for name, c in first.items() if c.outcome == "different"]
     found = confirmation_from(
-        asked,
+        [name for name, c in first.items() if c.outcome == "different"],
         first,
         command=command,
         pairs=test.pairs,
@@ -420,7 +409,7 @@ def replication(
         stop=test.stop,
     )
     again = [
-        windows_confirmation(asked, replica, margins, plan, alpha=gate.alpha, command=command)
+        windows_confirmation(list(first), replica, margins, plan, alpha=gate.alpha, command=command)
         for replica in replicas
     ]
     return replicated(found, *again)

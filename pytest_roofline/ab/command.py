@@ -232,18 +232,18 @@ def _replicate(
     """Measure the regressed tests again on fresh pairs of workers (``analysis.replication``).
 
     Each fresh pair, up to ``ROLLBACK_WORKER_PAIRS`` pairs in all, measures only the tests
-    every pair before it found regressed in the same quantiles; one pair that does not find it
+    every pair before it found regressed (any gated quantile); one pair that does not find it
     settles the test (escalated), so an unchanged test costs the extra pairs only while the
     processes keep agreeing. A worker pair that fails leaves each of its tests an ``error``
     entry: unconfirmed, escalated.
     """
-    asked = regressed(tests, gate, settings)
+    pending = regressed(tests, gate, settings)
     replicas: list[dict[str, TestWindows]] = []
     for number in range(2, ROLLBACK_WORKER_PAIRS + 1):
-        if not asked:
+        if not pending:
             break
         log(
-            f"measuring {len(asked)} regressed test(s) again on pair {number} of "
+            f"measuring {len(pending)} regressed test(s) again on pair {number} of "
             f"{ROLLBACK_WORKER_PAIRS} of worker processes"
         )
         measured: dict[str, TestWindows] = {}
@@ -251,16 +251,22 @@ def _replicate(
             with PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log) as workers:
                 for side in SIDES:
                     _check(side, workers.collected[side].probe, trees, "at collection")
-                for nodeid in asked:
+                for nodeid in pending:
                     test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
                     measured[nodeid] = test
-                    log(f"[pair {number}] {nodeid}: {test.pairs} window pairs ({test.stop})")
+                    dropped = (
+                        f", {len(test.dropped)} dropped (host disturbed)" if test.dropped else ""
+                    )
+                    log(
+                        f"[pair {number}] {nodeid}: {test.pairs} window pairs ({test.stop}"
+                        f"{dropped})"
+                    )
         except WorkerError as exc:
             error = str(_worker_failure(exc, trees))
-            for nodeid in asked:
+            for nodeid in pending:
                 measured.setdefault(nodeid, TestWindows(nodeid, (), 0, "error", 0.0, error=error))
         replicas.append(measured)
-        asked = regressed(measured, gate, settings, asked=asked)
+        pending = regressed(measured, gate, settings)
     return replicas
 
 

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
-from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin, regressed
+from pytest_roofline.ab.analysis import (
+    AssessedStop,
+    ab_plan,
+    paired_margin,
+    regressed,
+    replication,
+)
 from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
 from pytest_roofline.config.settings import GateSettings
@@ -21,6 +27,8 @@ from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.store import RunRecord, Store
+
+from .test_policy import comparison
 
 NODEID = "t.py::test_kernel"
 FLOORS = {"python": 1.2, "stream": 1.2}
@@ -224,10 +232,8 @@ def measured(effect: float, pairs: int, seed: int) -> TestWindows:
 
 def test_a_regression_every_fresh_pair_of_workers_finds_too_rolls_back() -> None:
     first, second, third = measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.5, 4, 2)
-    found = regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0))
-    assert list(found) == [NODEID] and "p50" in found[NODEID]
-    # The next pair is asked about the quantiles the first found, and finds them too.
-    assert regressed({NODEID: second}, GateSettings(), ab_windows(8, 1.0), asked=found) == found
+    assert regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
+    assert regressed({NODEID: second}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
     document, _ = analyse(first, second, third)
     (test,) = document["tests"]  # type: ignore[misc]
     assert test["decision"] == "rollback"
@@ -263,13 +269,28 @@ def test_a_regression_the_third_pair_of_workers_does_not_find_escalates() -> Non
     assert "the processes differ, not necessarily the code" in reasons
 
 
-def test_a_pair_asked_about_p50_that_finds_only_a_tail_does_not_carry_it_on() -> None:
-    first = measured(1.5, 6, 0)
-    found = regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0))
-    unchanged = measured(1.0, 8, 3)
-    settings = ab_windows(8, 1.0)
-    assert regressed({NODEID: unchanged}, GateSettings(), settings, asked=found) == {}
-    assert regressed({NODEID: first}, GateSettings(), settings, asked={NODEID: ["p999"]}) == {}
+def test_a_fresh_pair_confirms_a_regression_in_another_quantile_than_the_first_pair() -> None:
+    # The sequential stop ends a pair at the first quantile that crosses its boundary, so the
+    # first pair may stop on a tail and the next on p50: both found the test regressed. Here
+    # the fresh pairs' windows are too short for a p99 (UNKNOWN), but their p50 is DIFFERENT.
+    gate = GateSettings()
+    margins = {name: paired_margin(gate, name) for name in ("p50", "p95", "p99")}
+    plan = ab_plan(gate, ab_windows(8, 1.0), 1)
+    first_look = {
+        "p50": comparison("suspect", 1.4, 0.9, 1.6, quantile=0.5),
+        "p99": comparison("regression", 1.5, 1.3, 1.6, quantile=0.99),
+    }
+    again = [measured(1.5, 6, 1), measured(1.5, 6, 2)]
+    confirmed = replication(measured(1.5, 6, 0), first_look, again, margins, plan, gate, "ab")
+    assert confirmed.state == "confirmed", confirmed.reason
+    second = confirmed.reason.split("reproduced by a second pair")[1]
+    assert "p50 DIFFERENT" in second and "p99 UNKNOWN" in second
+    # An unchanged fresh pair finds no quantile DIFFERENT: the processes differ.
+    unchanged = [measured(1.0, 8, 3)]
+    assert (
+        replication(measured(1.5, 6, 0), first_look, unchanged, margins, plan, gate, "ab").state
+        == "inconclusive"
+    )
 
 
 def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
@@ -290,4 +311,4 @@ def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
 
 def test_an_unchanged_test_is_not_measured_again() -> None:
     same = TestWindows(NODEID, windows(1.0, 8, {}), pairs=8, stop="decided", wall_s=1.0)
-    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == {}
+    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == []
