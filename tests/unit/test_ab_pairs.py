@@ -6,6 +6,7 @@ Windows are built here (seeded samples, scripted canary judgements); no worker r
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -230,28 +231,33 @@ def measured(effect: float, pairs: int, seed: int) -> TestWindows:
     )
 
 
+def decided(*pairs: TestWindows) -> tuple[dict[str, Any], str]:
+    """The test's record after ``pairs`` (the first pair's windows, then each fresh pair's),
+    and its reasons joined."""
+    document, _ = analyse(*pairs)
+    (test,) = document["tests"]  # type: ignore[misc]
+    return test, " ".join(test["reasons"])
+
+
 def test_a_regression_every_fresh_pair_of_workers_finds_too_rolls_back() -> None:
     first, second, third = measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.5, 4, 2)
     assert regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
     assert regressed({NODEID: second}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
-    document, _ = analyse(first, second, third)
-    (test,) = document["tests"]  # type: ignore[misc]
-    assert test["decision"] == "rollback"
-    assert test["confirmation"]["state"] == "confirmed"
-    assert test["confirmation"]["pairs"] == 16
-    reasons = " ".join(test["reasons"])
-    assert "reproduced by a second pair of worker processes" in reasons
-    assert "reproduced by a third pair of worker processes" in reasons
+    test, reasons = decided(first, second, third)
+    confirmation = test["confirmation"]
+    assert (test["decision"], confirmation["state"], confirmation["pairs"]) == (
+        "rollback", "confirmed", 16,
+    )  # fmt: skip
+    for nth in ("second", "third"):
+        assert f"reproduced by a {nth} pair of worker processes" in reasons
 
 
 def test_two_pairs_of_workers_are_not_enough_to_roll_back() -> None:
     # What the command measures after a third pair failed: the regression stays unconfirmed.
     first, second = measured(1.5, 6, 0), measured(1.5, 6, 1)
     failed = TestWindows(NODEID, (), 0, "error", 0.0, error="worker pid 9 died")
-    document, _ = analyse(first, second, failed)
-    (test,) = document["tests"]  # type: ignore[misc]
+    test, reasons = decided(first, second, failed)
     assert test["decision"] == "escalate"
-    reasons = " ".join(test["reasons"])
     assert "reproduced by a second pair of worker processes" in reasons
     assert "a third pair of worker processes could not measure it again" in reasons
     assert "a rollback needs 3 pairs of processes to find it" in reasons
@@ -259,12 +265,11 @@ def test_two_pairs_of_workers_are_not_enough_to_roll_back() -> None:
 
 def test_a_regression_the_third_pair_of_workers_does_not_find_escalates() -> None:
     # Two pairs' candidate processes ran the unchanged test 1.5x slower; a third does not.
-    document, _ = analyse(measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.0, 8, 2))
-    (test,) = document["tests"]  # type: ignore[misc]
-    assert test["decision"] == "escalate"
-    assert test["confirmation"]["state"] == "inconclusive"
-    assert test["confirmation"]["pairs"] == 20
-    reasons = " ".join(test["reasons"])
+    test, reasons = decided(measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.0, 8, 2))
+    confirmation = test["confirmation"]
+    assert (test["decision"], confirmation["state"], confirmation["pairs"]) == (
+        "escalate", "inconclusive", 20,
+    )  # fmt: skip
     assert "a third pair of worker processes did not find it" in reasons
     assert "the processes differ, not necessarily the code" in reasons
 
