@@ -37,6 +37,18 @@ def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> No
     assert first_look_margins({"p95": nan}) == {}
 
 
+def paired_windows(
+    *, seed: int, pairs: int, effect: float, spread: float
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Seeded window pairs of 200 samples a side, sharing a per-pair host speed; the candidate
+    ``effect`` times slower."""
+    rng = np.random.default_rng(seed)
+    speed = rng.lognormal(0, 0.05, pairs)
+    base = [s * rng.lognormal(-9, spread, 200) for s in speed]
+    cand = [s * effect * rng.lognormal(-9, spread, 200) for s in speed]
+    return base, cand
+
+
 def test_the_paired_margin_is_the_first_looks_else_min_effect() -> None:
     gate = GateSettings()
     settled = confirmation_margin(gate, "p95", 0.37)
@@ -49,10 +61,7 @@ def test_the_paired_margin_is_the_first_looks_else_min_effect() -> None:
 
 def test_a_paired_interval_inside_the_sessions_margin_settles_what_min_effect_could_not() -> None:
     # The example suite's case: a paired p95 near x1.02 whose interval reaches past +5%.
-    rng = np.random.default_rng(1)
-    speed = rng.lognormal(0, 0.05, 16)
-    base = [s * rng.lognormal(-9, 0.3, 200) for s in speed]
-    cand = [s * 1.03 * rng.lognormal(-9, 0.3, 200) for s in speed]
+    base, cand = paired_windows(seed=1, pairs=16, effect=1.03, spread=0.3)
     gate = GateSettings()
     strict = compare_paired(base, cand, 0.95, delta=confirmation_margin(gate, "p95"))
     session = compare_paired(base, cand, 0.95, delta=confirmation_margin(gate, "p95", 0.37))
@@ -69,10 +78,7 @@ def test_a_first_look_regression_the_rounds_put_inside_the_sessions_margin_is_ov
     # The example suite's case: first look p95 x1.44, paired rounds near x1.03: with min_effect
     # alone the rounds cannot rule out +5% (inconclusive: escalate); against the session's +37%
     # they rule the first look out (overturned: ship).
-    rng = np.random.default_rng(1)
-    speed = rng.lognormal(0, 0.05, 16)
-    base = [s * rng.lognormal(-9, 0.3, 200) for s in speed]
-    cand = [s * 1.03 * rng.lognormal(-9, 0.3, 200) for s in speed]
+    base, cand = paired_windows(seed=1, pairs=16, effect=1.03, spread=0.3)
     gate = GateSettings()
     for margin, state in ((None, "inconclusive"), (0.37, "overturned")):
         paired = compare_paired(base, cand, 0.95, delta=confirmation_margin(gate, "p95", margin))
@@ -80,10 +86,7 @@ def test_a_first_look_regression_the_rounds_put_inside_the_sessions_margin_is_ov
 
 
 def test_a_large_paired_regression_is_still_confirmed_against_the_sessions_margin() -> None:
-    rng = np.random.default_rng(2)
-    speed = rng.lognormal(0, 0.05, 8)
-    base = [s * rng.lognormal(-9, 0.2, 200) for s in speed]
-    cand = [s * 3.0 * rng.lognormal(-9, 0.2, 200) for s in speed]
+    base, cand = paired_windows(seed=2, pairs=8, effect=3.0, spread=0.2)
     paired = compare_paired(
         base, cand, 0.95, delta=confirmation_margin(GateSettings(), "p95", 0.37)
     )
