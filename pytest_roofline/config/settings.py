@@ -39,6 +39,7 @@ __all__ = [
     "RooflineConfig",
     "TestSettings",
     "build_config",
+    "default_pair_time_s",
     "load_yaml",
     "parse_ab",
     "parse_tag",
@@ -86,25 +87,42 @@ class GateSettings:
     history: int = DEFAULTS.history
     confirm: Confirm = DEFAULTS.confirm
     # How long each pair of worker processes may spend on paired rounds (first-look
-    # regressions first, then UNKNOWN first looks); 0 settles no UNKNOWN first look; None: as
-    # long as the session has run so far, at least DEFAULTS.min_confirm_time_s.
+    # regressions first, then UNKNOWN first looks); 0 settles no UNKNOWN first look; None: the
+    # default of default_pair_time_s.
     confirm_time_s: float | None = None
 
-    def settle_time_s(self, session_s: float) -> float:
-        """The time paired rounds may spend settling UNKNOWN first looks in a session that has
-        run ``session_s`` seconds: ``gate.confirm_time``, or by default as long again (so the
-        rounds at most double a run), at least ``DEFAULTS.min_confirm_time_s``."""
+    def settle_time_s(self, session_s: float, tests: int = 0) -> float:
+        """The time a pair of workers may spend settling UNKNOWN first looks, asked about
+        ``tests`` tests in a session that has run ``session_s`` seconds: ``gate.confirm_time``,
+        else :func:`default_pair_time_s`."""
         if self.confirm_time_s is not None:
             return self.confirm_time_s
-        return max(DEFAULTS.min_confirm_time_s, session_s)
+        return default_pair_time_s(session_s, tests)
 
-    def confirm_time_for_regressions_s(self, session_s: float) -> float:
-        """The time paired rounds may spend confirming first-look regressions: as
+    def confirm_time_for_regressions_s(self, session_s: float, tests: int = 0) -> float:
+        """The time a pair of workers may spend confirming first-look regressions: as
         :meth:`settle_time_s`, except that ``gate.confirm_time: 0`` (settle nothing) leaves the
         regressions their default time. A regression not reached in time stays unconfirmed."""
         if self.confirm_time_s:
             return self.confirm_time_s
-        return max(DEFAULTS.min_confirm_time_s, session_s)
+        return default_pair_time_s(session_s, tests)
+
+
+def default_pair_time_s(session_s: float, tests: int) -> float:
+    """A pair of workers' default time for ``tests`` tests after a session of ``session_s`` s.
+
+    As long again as the session has run (so the rounds at most about double a short run), at
+    least ``DEFAULTS.min_confirm_time_s``, and at least ``DEFAULTS.confirm_time_per_test_s`` per
+    test asked (a suite-wide regression is confirmed test by test, not cut off after the first
+    few), that last term at most ``DEFAULTS.max_confirm_time_s``.
+
+    >>> default_pair_time_s(12.0, 2), default_pair_time_s(95.0, 2), default_pair_time_s(12.0, 10)
+    (30.0, 95.0, 80.0)
+    >>> default_pair_time_s(12.0, 1000)
+    300.0
+    """
+    per_test = min(DEFAULTS.max_confirm_time_s, max(0, tests) * DEFAULTS.confirm_time_per_test_s)
+    return max(DEFAULTS.min_confirm_time_s, session_s, per_test)
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,6 +242,7 @@ def confirm_tests(
     required: Collection[str] | None = None,
     settle_s: float = math.inf,
     confirm_s: float = math.inf,
+    replica_s: Callable[[int], float] | None = None,
     first_look: Mapping[str, Mapping[str, float]] | None = None,
     clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = lambda line: None,
@@ -258,8 +259,9 @@ def confirm_tests(
         while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
         began; any other only while less than ``settle_s`` have. A test not reached is
         ``unavailable``, saying so. Each further pair of workers (``ROLLBACK_WORKER_PAIRS``
-        in all), which measures again what the pairs before it confirmed, has ``confirm_s`` of
-        its own.
+        in all), which measures again what the pairs before it confirmed, has time of its own.
+    :param replica_s: the time of a further pair asked about that many tests (default:
+        ``confirm_s`` whatever the count).
     :param call_s: node id -> its per-call time (the first look's p50), to size its windows.
     :param rootdir: pytest's rootdir; node ids are relative to it in both trees.
     :param store_path: the user's store, whose cached host calibration seeds the workers'.
@@ -300,6 +302,7 @@ def confirm_tests(
                 required=set(asked) if required is None else set(required),
                 settle_s=settle_s,
                 confirm_s=confirm_s,
+                replica_s=replica_s or (lambda _tests: confirm_s),
                 first_look=first_look or {},
                 clock=clock,
                 log=log,
@@ -348,6 +351,7 @@ def _measure(
     required: Collection[str],
     settle_s: float,
     confirm_s: float,
+    replica_s: Callable[[int], float],
     first_look: Mapping[str, Mapping[str, float]],
     clock: Callable[[], float],
     log: Callable[[str], None],
@@ -426,9 +430,13 @@ def _measure(
             again = [nodeid for nodeid in nodeids if found[nodeid].state == "confirmed"]
             if not again:
                 break
-            log(f"measuring {len(again)} confirmed regression(s) again on worker pair {number}")
+            pair_s = replica_s(len(again))
+            log(
+                f"measuring {len(again)} confirmed regression(s) again on worker pair {number} "
+                f"for up to {pair_s:.0f} s"
+            )
             replicas = _replica_pair(
-                again, specs, windows, number, confirm_s, measure=confirm, clock=clock, log=log
+                again, specs, windows, number, pair_s, measure=confirm, clock=clock, log=log
             )
             for nodeid in again:
                 found[nodeid] = replicated(found[nodeid], replicas[nodeid], start=number)

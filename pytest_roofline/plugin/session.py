@@ -668,8 +668,10 @@ class RooflineSession:
         required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
         nodeids = required + [n for n in self._pending if n not in required]
         session_s = time.time() - self.started
-        settle_s = self.settings.gate.settle_time_s(session_s)
-        confirm_s = self.settings.gate.confirm_time_for_regressions_s(session_s)
+        gate = self.settings.gate
+        # One clock for the first pair of workers, sized to every test it is asked about.
+        settle_s = gate.settle_time_s(session_s, len(nodeids))
+        confirm_s = gate.confirm_time_for_regressions_s(session_s, len(nodeids))
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
         settling = len(nodeids) - len(required)
@@ -688,12 +690,13 @@ class RooflineSession:
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,
+            replica_s=lambda tests: gate.confirm_time_for_regressions_s(session_s, tests),
             first_look={n: first_look_margins(self.records[n].change or {}) for n in nodeids},
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,
             invocation_args=tuple(self.config.invocation_params.args),
-            gate=self.settings.gate,
+            gate=gate,
             store_path=self.settings.store_path,
             log=log,
         )

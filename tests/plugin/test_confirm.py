@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,8 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     assert "reproduced by a second pair of worker processes" in confirmation["reason"]
     assert "reproduced by a third pair of worker processes" in confirmation["reason"]
     assert "again on worker pair 3" in done.stdout + done.stderr
+    # Each fresh pair has time of its own, sized to the tests it is asked about.
+    assert re.search(r"again on worker pair 2 for up to \d+ s", done.stdout), done.stdout
     # The rounds stop at the first look where any asked quantile is DIFFERENT, so which one
     # crossed its boundary first (p50 or a tail, all x3 here) is up to the seeded noise.
     paired = confirmation["change"]

@@ -230,3 +230,20 @@ def test_settling_time_is_the_configured_time_or_as_long_as_the_session_at_least
     zero = make(tmp_path, "gate: {confirm_time: 0}\n").gate
     assert zero.confirm_time_for_regressions_s(500.0) == 500.0
     assert default.confirm_time_for_regressions_s(5.0) == 30.0
+
+
+def test_the_default_paired_time_grows_with_the_tests_asked_up_to_a_cap(tmp_path: Path) -> None:
+    # A suite-wide regression is confirmed test by test: 8 s a test, at most 300 s a pair.
+    default = make(tmp_path).gate
+    assert default.confirm_time_for_regressions_s(5.0, tests=3) == 30.0
+    assert default.confirm_time_for_regressions_s(5.0, tests=10) == 80.0
+    assert default.settle_time_s(5.0, tests=10) == 80.0
+    assert default.confirm_time_for_regressions_s(5.0, tests=500) == 300.0
+    assert default.confirm_time_for_regressions_s(400.0, tests=500) == 400.0
+    # A configured time is the user's bound, whatever the count.
+    two_min = make(tmp_path, "gate: {confirm_time: 2min}\n").gate
+    assert two_min.confirm_time_for_regressions_s(5.0, tests=100) == 120.0
+    assert two_min.settle_time_s(5.0, tests=100) == 120.0
+    zero = make(tmp_path, "gate: {confirm_time: 0}\n").gate
+    assert zero.settle_time_s(5.0, tests=100) == 0.0
+    assert zero.confirm_time_for_regressions_s(5.0, tests=10) == 80.0
