@@ -222,11 +222,25 @@ def confirmation_alpha(alpha: float, asked: Mapping[str, Sequence[str]]) -> floa
 def confirmation_margin(
     gate: GateSettings, name: str, first_look: float | None = None
 ) -> GateMargin:
-    """A paired comparison's margin in a two-run session: the ``first_look`` margin the
-    session gated the quantile with (:func:`pytest_roofline.gate.confirm.first_look_margins`
-    says why), else the user's ``min_effect`` (capped)."""
+    """A paired comparison's margin in a two-run session: SAME rules out the ``first_look``
+    margin the session gated the quantile with
+    (:func:`pytest_roofline.gate.confirm.first_look_margins` says why), else the user's
+    ``min_effect`` (capped); DIFFERENT needs a change beyond ``min_effect``
+    (:meth:`~pytest_roofline.stats.threeway.GateMargin.for_paired_rounds`).
+
+    Why DIFFERENT at ``min_effect``: the session's margin allows for between-run noise, which
+    the alternation cancels. Held to it, paired rounds called a p95 of x1.496 [1.022, 1.552]
+    SAME against a +60% margin on a fixture whose p95 was made twice as slow (run 11 of
+    docs/gate.md). A rollback still needs three pairs of worker processes to find it.
+
+    >>> from pytest_roofline.config.settings import GateSettings
+    >>> m = confirmation_margin(GateSettings(), "p95", 0.6)
+    >>> m.margin, m.different_at
+    (0.6, 0.05)
+    """
     floor = first_look if first_look is not None else 0.0
-    return gate_margin(gate.min_effect.get(name, 0.0), floor, max_margin=gate.max_margin)
+    margin = gate_margin(gate.min_effect.get(name, 0.0), floor, max_margin=gate.max_margin)
+    return margin.for_paired_rounds()
 
 
 def confirm_tests(

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from pytest_roofline.errors import ConfigError
@@ -107,6 +107,12 @@ class GateMargin:
         comparison with this margin is UNKNOWN (escalated with its history).
     reason : str
         One line for the report, e.g. ``"margin +37% from the history noise floor"``.
+    detect : float or None
+        The change (ratio minus 1) a DIFFERENT needs, when it is below ``margin``; ``None``:
+        ``margin`` itself. A paired confirmation of a two-run session sets it to ``min_effect``
+        (:meth:`for_paired_rounds`): SAME still has to rule out the session's margin, but a
+        regression the alternation establishes beyond ``min_effect`` is not excused by
+        between-run noise that the alternation cancels.
     """
 
     margin: float
@@ -116,6 +122,31 @@ class GateMargin:
     max_margin: float
     too_noisy: bool
     reason: str
+    detect: float | None = None
+
+    @property
+    def different_at(self) -> float:
+        """The change a DIFFERENT needs: ``detect``, else ``margin``."""
+        return self.margin if self.detect is None else self.detect
+
+    def for_paired_rounds(self) -> GateMargin:
+        """This margin for paired rounds that confirm a two-run first look: DIFFERENT at
+        ``min_effect``, SAME still below ``margin``.
+
+        >>> m = gate_margin(0.05, 0.6).for_paired_rounds()
+        >>> m.margin, m.different_at
+        (0.6, 0.05)
+        >>> gate_margin(0.05, 0.0).for_paired_rounds().detect is None
+        True
+        """
+        if self.too_noisy or self.min_effect >= self.margin:
+            return self
+        return replace(
+            self,
+            detect=self.min_effect,
+            reason=f"{self.reason}; a regression beyond +{self.min_effect:.0%} (gate.min_effect)"
+            " that paired rounds establish is DIFFERENT",
+        )
 
 
 def _fraction_iv(value: float, name: str) -> float:
@@ -269,7 +300,8 @@ def classify_three_way(
     2. a :class:`GateMargin` with ``too_noisy``: UNKNOWN, whatever the interval (the history
        says run-to-run noise alone exceeds the cap, so neither a rollback nor a ship rests on
        this comparison);
-    3. ``ci_low > 1``, ``ratio >= 1 + margin`` and ``|base_s (ratio - 1)| >= abs_floor_s``:
+    3. ``ci_low > 1``, ``ratio >= 1 + margin`` (``1 + detect`` where the margin sets one:
+       :meth:`GateMargin.for_paired_rounds`) and ``|base_s (ratio - 1)| >= abs_floor_s``:
        DIFFERENT;
     4. ``ratio >= never_same_ratio``: UNKNOWN (never SAME);
     5. ``ci_high < 1 + margin``: SAME, with ``improvement`` when also ``ci_high < 1``,
@@ -321,10 +353,12 @@ def classify_three_way(
     ('unknown', 'suspect')
     """
     if isinstance(margin, GateMargin):
-        m, too_noisy = margin.margin, margin.too_noisy
+        m, too_noisy, d = margin.margin, margin.too_noisy, margin.different_at
     else:
         m, too_noisy = _fraction_iv(margin, "margin"), False
+        d = m
     edge = 1.0 + m
+    detect_edge = 1.0 + d
     head = f"{label + ' ' if label else ''}x{ratio:.3g} [{ci_low:.3g}, {ci_high:.3g}]"
 
     def out(
@@ -342,12 +376,17 @@ def classify_three_way(
         return out("unknown", beyond, "too_noisy", f"{head}: {why}")
     change_s = base_s * (ratio - 1.0)
     big_enough = not (abs(change_s) < abs_floor_s)  # NaN base_s: no absolute check
-    if ci_low > 1.0 and above and big_enough:
+    if ci_low > 1.0 and ratio >= detect_edge and big_enough:
+        bar = (
+            f"1+margin = {edge:.3g}"
+            if d >= m
+            else f"1+min_effect = {detect_edge:.3g} (paired; the session's margin is +{m:.1%})"
+        )
         return out(
             "different",
             "regression",
             "regression",
-            f"{head}: >= 1+margin = {edge:.3g} and the interval excludes 1",
+            f"{head}: >= {bar} and the interval excludes 1",
         )
     if ratio >= never_same_ratio:
         return out(

@@ -94,6 +94,32 @@ def test_a_significant_slowdown_inside_the_margin_is_not_different() -> None:
     assert (r.outcome, r.verdict, r.basis) == ("unknown", "not detected", "undecided")
 
 
+def test_paired_rounds_find_a_regression_beyond_min_effect_inside_the_session_margin() -> None:
+    # Run 11 (docs/gate.md): a p95 made twice as slow read x1.496 [1.022, 1.552] in paired
+    # rounds, and the session's +60% history margin called that SAME. For paired rounds that
+    # confirm a first look, DIFFERENT needs min_effect; SAME still has to rule out the margin.
+    session = gate_margin(0.05, 0.6)
+    assert classify_three_way(1.496, 1.022, 1.552, session).outcome == "same"
+    paired = session.for_paired_rounds()
+    r = classify_three_way(1.496, 1.022, 1.552, paired, label="p95")
+    assert (r.outcome, r.verdict, r.basis) == ("different", "regression", "regression")
+    assert "1+min_effect = 1.05" in r.reason and "+60.0%" in r.reason
+    assert r.margin == 0.6
+    # Not established (the interval reaches 1): SAME against the session's margin, as before.
+    assert classify_three_way(1.03, 0.97, 1.06, paired).outcome == "same"
+    # Established but below min_effect: not DIFFERENT, and inside the margin: SAME.
+    assert classify_three_way(1.03, 1.01, 1.05, paired).outcome == "same"
+    # Neither established nor ruled out against the margin: UNKNOWN.
+    assert classify_three_way(1.3, 0.9, 1.7, paired).outcome == "unknown"
+
+
+def test_paired_rounds_keep_a_margin_that_is_min_effect_or_too_noisy_as_it_is() -> None:
+    assert gate_margin(0.05, 0.01).for_paired_rounds().detect is None
+    noisy = gate_margin(0.05, 1.6)
+    assert noisy.for_paired_rounds() is noisy
+    assert classify_three_way(1.5, 1.3, 1.7, noisy.for_paired_rounds()).basis == "too_noisy"
+
+
 def test_a_slowdown_below_the_absolute_floor_is_not_different() -> None:
     # x1.5 of 100 ns is 50 ns: below a 100 ns timer floor; the upper bound's change is not.
     r = classify_three_way(1.5, 1.3, 3.5, 0.05, base_s=1e-7, abs_floor_s=1e-7)
