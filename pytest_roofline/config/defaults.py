@@ -49,9 +49,10 @@ class _Defaults:
     # a worktree, two workers and a few window pairs per test.
     min_confirm_time_s: float = 30.0
     # ...and by default at least this long for each test a pair of workers is asked about: 16
-    # window pairs of 0.2 s a side and their canary readings take 4-8 s here. A flat 30 s left
-    # 11 of 30 p95 regressions unreached when every test of a 10-test suite regressed.
-    confirm_time_per_test_s: float = 8.0
+    # window pairs of 0.2 s a side and their canary readings take 4-8 s here, up to 8 more pairs
+    # replacing disturbed ones about 3 s more. A flat 30 s left 11 of 30 p95 regressions
+    # unreached when every test of a 10-test suite regressed.
+    confirm_time_per_test_s: float = 12.0
     # ...but never more than this per pair of workers: past it, the tests not reached escalate
     # with the ``ab`` command that settles them.
     max_confirm_time_s: float = 300.0

@@ -117,7 +117,7 @@ def default_pair_time_s(session_s: float, tests: int) -> float:
     few), that last term at most ``DEFAULTS.max_confirm_time_s``.
 
     >>> default_pair_time_s(12.0, 2), default_pair_time_s(95.0, 2), default_pair_time_s(12.0, 10)
-    (30.0, 95.0, 80.0)
+    (30.0, 95.0, 120.0)
     >>> default_pair_time_s(12.0, 1000)
     300.0
     """

@@ -233,11 +233,11 @@ def test_settling_time_is_the_configured_time_or_as_long_as_the_session_at_least
 
 
 def test_the_default_paired_time_grows_with_the_tests_asked_up_to_a_cap(tmp_path: Path) -> None:
-    # A suite-wide regression is confirmed test by test: 8 s a test, at most 300 s a pair.
+    # A suite-wide regression is confirmed test by test: 12 s a test, at most 300 s a pair.
     default = make(tmp_path).gate
-    assert default.confirm_time_for_regressions_s(5.0, tests=3) == 30.0
-    assert default.confirm_time_for_regressions_s(5.0, tests=10) == 80.0
-    assert default.settle_time_s(5.0, tests=10) == 80.0
+    assert default.confirm_time_for_regressions_s(5.0, tests=2) == 30.0
+    assert default.confirm_time_for_regressions_s(5.0, tests=10) == 120.0
+    assert default.settle_time_s(5.0, tests=10) == 120.0
     assert default.confirm_time_for_regressions_s(5.0, tests=500) == 300.0
     assert default.confirm_time_for_regressions_s(400.0, tests=500) == 400.0
     # A configured time is the user's bound, whatever the count.
@@ -246,4 +246,4 @@ def test_the_default_paired_time_grows_with_the_tests_asked_up_to_a_cap(tmp_path
     assert two_min.settle_time_s(5.0, tests=100) == 120.0
     zero = make(tmp_path, "gate: {confirm_time: 0}\n").gate
     assert zero.settle_time_s(5.0, tests=100) == 0.0
-    assert zero.confirm_time_for_regressions_s(5.0, tests=10) == 80.0
+    assert zero.confirm_time_for_regressions_s(5.0, tests=10) == 120.0
