@@ -669,9 +669,13 @@ class RooflineSession:
         nodeids = required + [n for n in self._pending if n not in required]
         session_s = time.time() - self.started
         gate = self.settings.gate
+
+        def pair_time_s(tests: int) -> float:
+            return gate.confirm_time_for_regressions_s(session_s, tests)
+
         # One clock for the first pair of workers, sized to every test it is asked about.
         settle_s = gate.settle_time_s(session_s, len(nodeids))
-        confirm_s = gate.confirm_time_for_regressions_s(session_s, len(nodeids))
+        confirm_s = pair_time_s(len(nodeids))
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
         settling = len(nodeids) - len(required)
@@ -690,7 +694,7 @@ class RooflineSession:
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,
-            replica_s=lambda tests: gate.confirm_time_for_regressions_s(session_s, tests),
+            replica_s=pair_time_s,
             first_look={n: first_look_margins(self.records[n].change or {}) for n in nodeids},
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
