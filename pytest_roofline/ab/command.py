@@ -56,6 +56,7 @@ from pytest_roofline.ab.sides import (
     run_setup,
     side_env,
     side_facts,
+    worker_env_defaults,
 )
 from pytest_roofline.ab.stale import (
     SCRATCH_PREFIX,
@@ -317,7 +318,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         add_worktree(plan.toplevel, plan.base_commit, worktree)
         try:
             trees = side_trees(plan, options, worktree)
-            envs = {side: side_env(tree, os.environ) for side, tree in trees.items()}
+            envs = {side: side_env(tree.import_dir, os.environ) for side, tree in trees.items()}
             if plan.setup:
                 for side in SIDES:
                     log(f"setup ({side}): {plan.setup}")
@@ -390,6 +391,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         pairs_dropped=sum(len(t.dropped) for t in tests.values()),
         startup_s=workers.startup_s,
         canary_s=sum(t.canary_s for t in tests.values()),
+        worker_env=worker_env_defaults(os.environ),
     )
     document = replace(document, run=replace(document.run, paired=facts))
     cand = collected["candidate"]

@@ -15,7 +15,10 @@ from typing import Any
 from pytest_roofline.errors import AbError
 from pytest_roofline.stats.paired import Side
 
-__all__ = ["Tree", "check_side", "resolve_python", "run_setup", "side_env", "side_facts", "tail"]
+__all__ = [
+    "WORKER_ENV_DEFAULTS", "Tree", "check_side", "resolve_python", "run_setup", "side_env",
+    "side_facts", "tail", "worker_env_defaults",
+]  # fmt: skip
 
 _TAIL_CHARS = 3000
 
@@ -168,11 +171,26 @@ def resolve_python(text: str | None, workdir: Path, option: str) -> str:
     return found
 
 
-def side_env(tree: Tree, base: Mapping[str, str]) -> dict[str, str]:
-    env = dict(base)
+# How long, in 2**n TSC cycles, an idle OpenBLAS thread spins before it sleeps (its default is
+# 2**28, about 0.1 s). A worker's BLAS threads that still spin when the other worker's window
+# starts take a vCPU from it: on 2 vCPUs, a 2-thread 160x160 GEMM's per-window p99 was 2.2-4.1 ms
+# instead of 0.18 ms in every window that followed the other side's (30-31 of 60 windows; with
+# 2**20, about 0.4 ms, 0-1 of 60) and its paired p99 interval spanned x0.00-x61. Back-to-back
+# calls inside a window are microseconds apart, so they still find the threads spinning.
+WORKER_ENV_DEFAULTS: Mapping[str, str] = {"OPENBLAS_THREAD_TIMEOUT": "20"}
+
+
+def worker_env_defaults(base: Mapping[str, str]) -> dict[str, str]:
+    """What paired workers get on top of ``base``: :data:`WORKER_ENV_DEFAULTS` the user left unset."""
+    return {name: value for name, value in WORKER_ENV_DEFAULTS.items() if name not in base}
+
+
+def side_env(import_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """A paired worker's environment: ``base``, the idle-thread defaults, the side's import root."""
+    env = {**worker_env_defaults(base), **base}
     # The side's own import root first: ahead of the user's PYTHONPATH and of site-packages
     # (where an editable install of one tree would otherwise win for both sides).
-    parts = [str(tree.import_dir)]
+    parts = [str(import_dir)]
     if env.get("PYTHONPATH"):
         parts.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(parts)

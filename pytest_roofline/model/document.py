@@ -735,7 +735,10 @@ class PairedRun(Record):
     that side's windows took over all tests; ``windows`` the alternation's settings
     (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``); ``pairs_dropped`` the pairs
     left out for a disturbed host over all tests; ``startup_s`` the workers' start and
-    collection; ``canary_s`` the time of the canary readings around the windows.
+    collection; ``canary_s`` the time of the canary readings around the windows;
+    ``worker_env`` the environment variables ``ab`` set in both workers because the user had
+    not (``OPENBLAS_THREAD_TIMEOUT``: an idle worker's BLAS threads must not spin into the
+    other's window).
     """
 
     _OMIT_IF_NONE = ("pairs_dropped", "startup_s", "canary_s")
@@ -757,6 +760,7 @@ class PairedRun(Record):
     pairs_dropped: int | None = None
     startup_s: float | None = None
     canary_s: float | None = None
+    worker_env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from pytest_roofline.ab.analysis import windows_confirmation
 from pytest_roofline.ab.git import add_worktree, git, remove_worktree, repository
 from pytest_roofline.ab.rounds import copy_calibrations
+from pytest_roofline.ab.sides import side_env
 from pytest_roofline.ab.stale import SCRATCH_PREFIX, WORKTREE_NAME, ScratchClaim
 from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
 from pytest_roofline.config.settings import GateSettings, RooflineConfig
@@ -386,10 +387,7 @@ def _measure(
             with Store.open(store, create=True) as seed:
                 copy_calibrations(store_path, seed, calibration_key())
         # Each side's own tree first on the import path, ahead of an editable install.
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(workdir), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
-        )
+        env = side_env(workdir, os.environ)
         specs.append(
             SideSpec(
                 side=side,

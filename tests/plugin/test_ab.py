@@ -300,6 +300,47 @@ def test_an_unchanged_commit_ships_once_the_sequential_looks_decide(
     assert document["run"]["paired"]["pairs_dropped"] == 0
 
 
+@pytest.mark.parametrize(
+    ("user_value", "seen", "recorded"),
+    [(None, "20", {"OPENBLAS_THREAD_TIMEOUT": "20"}), ("28", "28", {})],
+    ids=["unset", "set-by-the-user"],
+)
+def test_the_workers_idle_blas_threads_stop_spinning_unless_the_user_chose_otherwise(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    user_value: str | None,
+    seen: str,
+    recorded: dict[str, str],
+) -> None:
+    # The test fails in a worker that did not get the value, and a failed test escalates.
+    root = fake_clock_repo(
+        tmp_path / "env",
+        monkeypatch,
+        "import os\n\n\ndef test_k(roofline, work):\n"
+        f"    assert os.environ.get('OPENBLAS_THREAD_TIMEOUT') == {seen!r}\n"
+        "    roofline(work)\n",
+    )
+    if user_value is None:
+        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", user_value)
+    (root / "README").write_text("docs only\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "docs")
+    status = main(
+        ["ab", "--baseline=HEAD~1", "--rounds=8", "--json=out.json", "--report=out.html",
+         *PYTEST_ARGS]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    document = json.loads((root / "out.json").read_text())
+    assert status == 0, (err, document["reasons"])
+    assert document["tests"][0]["decision"] == "ship"
+    assert document["run"]["paired"].get("worker_env", {}) == recorded
+    html = (root / "out.html").read_text()
+    assert ("OPENBLAS_THREAD_TIMEOUT=20" in html) is (user_value is None)
+
+
 def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -135,6 +135,14 @@ def paired_method(run: RunInfo) -> tuple[Fact, ...]:
             f"({format_seconds(info.budget_per_round_s)} a round)",
         ),
     ]
+    if info.worker_env:
+        facts.append(
+            Fact(
+                "Set in both workers",
+                " ".join(f"{name}={value}" for name, value in sorted(info.worker_env.items())),
+                "mono",
+            )
+        )
     for side in ("baseline", "candidate"):
         facts.append(
             Fact(
