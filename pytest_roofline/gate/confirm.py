@@ -28,6 +28,7 @@ from pytest_roofline.gate.layers import layer_of, tag_diff
 __all__ = [
     "REPRODUCIBLE_TAGS",
     "ROLLBACK_WORKER_PAIRS",
+    "FirstLook",
     "Judged",
     "confirmation_blocker",
     "confirmation_from",
@@ -35,6 +36,7 @@ __all__ = [
     "is_regression_check",
     "needs_confirmation",
     "replicated",
+    "shifted_inside_margin",
 ]
 
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
@@ -94,10 +96,47 @@ class Judged(Protocol):
     def margin_source(self) -> str | None: ...
 
 
-def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
+class FirstLook(Judged, Protocol):
+    """A first look's comparison as recorded in the document (with its interval's lower bound)."""
+
+    @property
+    def ci_low(self) -> float | None: ...
+
+
+def shifted_inside_margin(c: FirstLook, min_effect: float) -> bool:
+    """Whether a SAME first look still establishes a change beyond ``min_effect``: its whole
+    interval lies above ``1 + min_effect``, and only the label's run-to-run noise floor (a
+    margin from its history) let it pass.
+
+    Between two runs such a shift is as likely the host's or the process's as the code's, which
+    is what the floor allows for; paired rounds tell them apart. Measured in run 12 of
+    docs/gate.md: p95 x1.33 [1.28, 1.37] of a test whose p95 was made twice as slow shipped
+    against a +38% floor.
+
+    >>> from types import SimpleNamespace as C
+    >>> shifted_inside_margin(C(outcome="same", margin_source="history", ci_low=1.28), 0.05)
+    True
+    >>> shifted_inside_margin(C(outcome="same", margin_source="history", ci_low=1.04), 0.05)
+    False
+    >>> shifted_inside_margin(C(outcome="same", margin_source="min_effect", ci_low=1.06), 0.05)
+    False
+    """
+    return (
+        c.outcome == "same"
+        and c.margin_source == "history"
+        and c.ci_low is not None
+        and math.isfinite(c.ci_low)
+        and c.ci_low > 1.0 + min_effect
+    )
+
+
+def needs_confirmation(
+    comparisons: Mapping[str, FirstLook], min_effect: Mapping[str, float] | None = None
+) -> tuple[str, ...]:
     """The quantiles paired rounds are asked to settle: those a first look found DIFFERENT
     (a regression to confirm) or UNKNOWN with an interval (too noisy between runs, or not
-    established either way).
+    established either way), and, given the gate's ``min_effect``, SAME ones whose interval
+    lies beyond it inside the label's wide margin (:func:`shifted_inside_margin`).
 
     UNKNOWN is a reason to measure more (Pinpoint's loop; DESIGN.md section 6): a test whose
     label is too noisy between runs to gate on two-run evidence, or whose sampling cap ran out,
@@ -108,7 +147,9 @@ def needs_confirmation(comparisons: Mapping[str, Judged]) -> tuple[str, ...]:
     return tuple(
         name
         for name, c in comparisons.items()
-        if c.outcome == "different" or (c.outcome == "unknown" and c.verdict != "insufficient")
+        if c.outcome == "different"
+        or (c.outcome == "unknown" and c.verdict != "insufficient")
+        or (min_effect is not None and shifted_inside_margin(c, min_effect.get(name, 0.0)))
     )
 
 
@@ -130,7 +171,7 @@ def first_look_margins(comparisons: Mapping[str, Judged]) -> dict[str, float]:
     return {
         name: float(c.delta)
         for name, c in comparisons.items()
-        if c.outcome in ("different", "unknown")
+        if c.outcome in ("different", "unknown", "same")
         and c.verdict != "insufficient"
         and c.margin_source in ("history", "min_effect")
         and c.delta is not None

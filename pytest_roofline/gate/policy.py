@@ -414,6 +414,39 @@ def _settled_by_paired_rounds(
     return True
 
 
+def _shift_confirmed_by_paired_rounds(
+    e: TestEvidence,
+    name: str,
+    c: QuantileComparison,
+    rollback: list[str],
+    escalate: list[str],
+    notes: list[str],
+    missing: list[str],
+) -> bool:
+    """Roll back a SAME first look that paired rounds find DIFFERENT.
+
+    Paired rounds are asked about a SAME first look whose interval lies beyond ``min_effect``
+    inside the label's wide run-to-run margin (``gate.confirm.shifted_inside_margin``). When
+    they establish the change (DIFFERENT beyond ``min_effect``, found by every pair of worker
+    processes), it is the code's and rolls back, as a confirmed first-look regression does.
+    Anything else leaves the first look's SAME: paired rounds that do not establish the change
+    are no reason to doubt what two runs ruled out, so this path adds no escalation.
+
+    :returns: whether it rolled back (the reason lines were added).
+    """
+    confirmation = e.confirmation
+    if confirmation is None or confirmation.state == "unavailable" or confirmation.disputed:
+        return False
+    paired = confirmation.comparisons.get(name)
+    if paired is None or paired.outcome != "different" or e.same_code:
+        return False
+    text = (
+        f"{name} {_ci(c)} was inside the label's run-to-run margin +{c.delta:.0%} but beyond "
+        f"min_effect"
+    )
+    return _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing)
+
+
 def _drift_stays_inside_margins(e: TestEvidence) -> bool:
     """Whether a within-run drift cannot hide a regression: every assessed quantile is SAME and
     its upper bound, scaled by the drift's rise (first to last window), is still below
@@ -486,7 +519,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 )
         elif c.improvement:
             notes.append(f"{name} improved {_ci(c)}")
-        else:
+        elif not _shift_confirmed_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
     if e.history_drift is not None and not rollback:  # slow drift across merged runs
         (escalate if e.history_drift.new else notes).append(e.history_drift.reason)

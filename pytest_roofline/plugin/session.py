@@ -25,7 +25,12 @@ import pytest
 
 from pytest_roofline import exits, stats
 from pytest_roofline.config.markers import MarkerSettings, bind_marker
-from pytest_roofline.config.settings import RooflineConfig, TestSettings, resolve_test
+from pytest_roofline.config.settings import (
+    GateSettings,
+    RooflineConfig,
+    TestSettings,
+    resolve_test,
+)
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.confirm import (
@@ -119,9 +124,18 @@ class SamplingWindow:
 WINDOW_KEY = pytest.StashKey[SamplingWindow]()
 
 
-def _asked_quantiles(record: TestRecord) -> tuple[str, ...]:
-    """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks)."""
-    return needs_confirmation(record.change or {})
+def _asked_quantiles(record: TestRecord, gate: GateSettings) -> tuple[str, ...]:
+    """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks,
+    and SAME ones shifted beyond ``min_effect`` inside the label's margin)."""
+    return needs_confirmation(record.change or {}, gate.min_effect)
+
+
+def _first_look_question(record: TestRecord, asked: tuple[str, ...]) -> str:
+    """What paired rounds are asked about a first look that found no regression."""
+    change = record.change or {}
+    if any(change[name].outcome == "unknown" for name in asked if name in change):
+        return "first look UNKNOWN"
+    return "first look shifted beyond min_effect inside the label's run-to-run margin"
 
 
 def _render_html(document: RunDocument) -> str:
@@ -601,7 +615,8 @@ class RooflineSession:
         data: dict[str, Any] = {"result": result.to_dict(), "record": record.to_json()}
         regression = is_regression_check(record.change or {})
         settles = regression or self.settings.gate.confirm_time_s != 0
-        if self.confirm_plan.available and _asked_quantiles(record) and settles:
+        asked = _asked_quantiles(record, self.settings.gate)
+        if self.confirm_plan.available and asked and settles:
             # Decided again at the end of the loop, with paired rounds as evidence: not failed
             # now, since the first look alone establishes neither the regression nor, for an
             # UNKNOWN quantile, its absence.
@@ -612,7 +627,7 @@ class RooflineSession:
             report.sections.append(
                 (
                     "roofline",
-                    f"{record.symptom or 'first look UNKNOWN'}: awaiting paired rounds "
+                    f"{record.symptom or _first_look_question(record, asked)}: awaiting paired rounds "
                     f"against {self.confirm_plan.commit} at the end of the session",
                 )
             )
@@ -684,13 +699,14 @@ class RooflineSession:
             f"a worktree of {plan.commit[:12]}"
             + (f" for up to {confirm_s:.0f} s" if required else "")
             + (
-                f", and settling {settling} UNKNOWN first look(s) for up to {settle_s:.0f} s"
+                f", and settling {settling} UNKNOWN or shifted first look(s) for up to "
+                f"{settle_s:.0f} s"
                 if settling
                 else ""
             )
         )
         found = confirm_tests(
-            {n: _asked_quantiles(self.records[n]) for n in nodeids},
+            {n: _asked_quantiles(self.records[n], gate) for n in nodeids},
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pytest_roofline.config.settings import GateSettings
-from pytest_roofline.gate.confirm import confirmation_from, first_look_margins
+from pytest_roofline.gate.confirm import confirmation_from, first_look_margins, needs_confirmation
 from pytest_roofline.plugin.confirm import confirmation_margin
 from pytest_roofline.stats.paired import compare_paired
 
@@ -19,6 +19,7 @@ class FirstLook:
     verdict: str | None
     delta: float | None
     margin_source: str | None
+    ci_low: float | None = None
 
 
 def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> None:
@@ -28,13 +29,30 @@ def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> No
         "p99": FirstLook("unknown", "suspect", 0.10, "min_effect"),
     }
     assert first_look_margins(looks) == {"p50": 0.35, "p95": 0.37, "p99": 0.10}
-    assert first_look_margins({"p50": FirstLook("same", "ok", 0.35, "history")}) == {}
+    # A SAME first look is asked only when shifted beyond min_effect (below): it keeps its margin.
+    assert first_look_margins({"p50": FirstLook("same", "ok", 0.35, "history")}) == {"p50": 0.35}
     # Too noisy to gate (the cap), too few samples, or no margin recorded: no first-look margin.
     assert first_look_margins({"p95": FirstLook("unknown", "not detected", 1.0, "cap")}) == {}
     assert first_look_margins({"p95": FirstLook("unknown", "insufficient", 0.37, "history")}) == {}
     assert first_look_margins({"p95": FirstLook("unknown", "not detected", None, None)}) == {}
     nan = FirstLook("unknown", "not detected", math.nan, "history")
     assert first_look_margins({"p95": nan}) == {}
+
+
+def test_a_same_first_look_is_asked_only_when_its_interval_lies_beyond_min_effect() -> None:
+    min_effect = GateSettings().min_effect
+    looks = {
+        # x1.33 [1.28, ...] SAME against the label's +38% floor: asked.
+        "p95": FirstLook("same", "ok", 0.38, "history", ci_low=1.28),
+        # SAME and inside +5% at its lower bound: not asked.
+        "p50": FirstLook("same", "ok", 0.35, "history", ci_low=1.03),
+        # Beyond +10% at the lower bound but gated with min_effect alone: it would be DIFFERENT
+        # there, so a SAME of this kind cannot occur; it is not asked either.
+        "p99": FirstLook("same", "ok", 0.10, "min_effect", ci_low=1.12),
+    }
+    assert needs_confirmation(looks, min_effect) == ("p95",)
+    assert needs_confirmation(looks) == ()  # without min_effect: DIFFERENT and UNKNOWN only
+    assert needs_confirmation({"p95": FirstLook("unknown", "suspect", 0.38, "history")}) == ("p95",)
 
 
 def paired_windows(

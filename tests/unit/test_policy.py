@@ -69,6 +69,7 @@ def evidence(**overrides: Any) -> TestEvidence:
 
 REGRESSION = comparison("regression", 1.8, 1.7, 1.9)
 SUSPECT = comparison("suspect", 1.5, 0.98, 2.0)
+SHIFTED = comparison("ok", 1.33, 1.28, 1.36, margin_source="history")
 REPRODUCED = ReplayOutcome(True, 1, True, {"p95": (1.8,)})
 NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
 
@@ -115,6 +116,13 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": comparison("regression", 4.0, 3.5, 4.5)})}, "rollback", "confirmed by paired rounds against the baseline (paired x4.000"),
 
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository")}, "rollback", "no paired confirmation: not a git repository"),
+        # A SAME first look beyond min_effect inside the label's wide margin (paired rounds were
+        # asked): established by every worker pair, it rolls back; anything else keeps SAME.
+        ({"comparisons": {"p95": SHIFTED}, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "rollback", "p95 x1.330 [1.280, 1.360] was inside the label's run-to-run margin +37% but beyond min_effect, confirmed by paired rounds against the baseline (paired x1.800"),
+        ({"comparisons": {"p95": SHIFTED}, "confirmation": Confirmation("inconclusive", "16 pairs", {"p95": comparison("not detected", 1.2, 0.9, 1.6)})}, "ship", "p95 x1.330 [1.280, 1.360]: a regression of +37% is ruled out"),
+        ({"comparisons": {"p95": SHIFTED}, "confirmation": Confirmation("confirmed", "found by 1 of 3 pairs", {"p95": REGRESSION}, disputed=True)}, "ship", "a regression of +37% is ruled out"),
+        ({"comparisons": {"p95": SHIFTED}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "ship", "a regression of +37% is ruled out"),
+        ({"comparisons": {"p95": SHIFTED}, "confirmation": Confirmation("unavailable", "the paired rounds had spent the session's 30 s")}, "ship", "a regression of +37% is ruled out"),
         # The same clean commit on both sides (README command 1 run twice): a reproduced x1.8 is
         # not rolled back, a change past the x2 cap is.
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "same_code": True}, "escalate", "the same commit with no uncommitted changes: below x2"),
