@@ -522,7 +522,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
         elif not _shift_confirmed_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
     if e.history_drift is not None and not rollback:  # slow drift across merged runs
-        (escalate if e.history_drift.new else notes).append(e.history_drift.reason)
+        (escalate if e.history_drift.escalates else notes).append(e.history_drift.reason)
 
     # Timing measured while the host canary read the host disturbed decides no rollback.
     disturbed = e.host.reason if e.host is not None and e.host.state == "disturbed" else None

@@ -31,6 +31,7 @@ from pytest_roofline.gate.evidence import (
     EvidenceContext,
     evaluate,
 )
+from pytest_roofline.gate.history import DIRTY_SUFFIX
 from pytest_roofline.gate.imported import comparable_tags, history_of, is_imported
 from pytest_roofline.gate.layers import hardware_difference, layer_of, layers_changed, tag_diff
 from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
@@ -186,12 +187,20 @@ def baseline_entries(baseline: Baseline | None) -> dict[str, BaselineEntry]:
             samples,
             history_quantiles_s=known,
             commits=[
-                run.record.tags.get("git_commit")
+                _commit_of(run.record.tags)
                 for run in (*older, baseline.latest)
                 if nodeid in run.results
             ],
         )
     return entries
+
+
+def _commit_of(tags: Mapping[str, str]) -> str | None:
+    """A run's commit for the label's history, marked when it had uncommitted changes."""
+    commit = tags.get("git_commit")
+    if commit is None or tags.get("git_dirty") != "yes":
+        return commit
+    return commit + DIRTY_SUFFIX
 
 
 def replay_command(nodeid: str, baseline_label: str | None, target: str | None) -> str:

@@ -229,3 +229,42 @@ def test_an_unknown_first_look_on_a_label_too_noisy_to_gate_is_settled_by_paired
     assert test["decision"] == "ship", test["reasons"]
     assert any("(UNKNOWN) is settled" in r for r in test["reasons"]), test["reasons"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("kernel_ms", "host_slow", "decision"),
+    [("2.5", "1", "rollback"), ("2", "1.25", "ship")],
+    ids=["the-code-got-slower", "the-host-got-slower"],
+)
+def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_paired_rounds(
+    repo: Path, kernel_ms: str, host_slow: str, decision: str
+) -> None:
+    # Two more runs of the label, one on a host 1.6 times slower: the history's noise floor is
+    # then wide (below the x2 cap), so a x1.25 first look is SAME against it although its
+    # interval lies far beyond min_effect (+5%).
+    for slow in ("1.6", "1"):
+        saved = run(repo, "--roofline-save=main", env={"HOST_SLOW": slow})
+        assert saved.returncode == 0, saved.stdout + saved.stderr
+    (repo / "kernel.py").write_text(f"MS = {kernel_ms}\n# the candidate commit\n")
+    git(repo, "commit", "-q", "-am", "B")
+    done = run(
+        repo, "--roofline-baseline=main", "--roofline-json=out.json", env={"HOST_SLOW": host_slow}
+    )
+    test = record_of(repo)
+    first_look = test["change"]["p50"]
+    assert first_look["outcome"] == "same" and first_look["margin_source"] == "history", first_look
+    assert first_look["ci_low"] > 1.05, first_look
+    assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
+    assert test["decision"] == decision, test["reasons"]
+    if decision == "rollback":
+        # The code's x1.25, found by every pair of worker processes.
+        assert test["confirmation"]["state"] == "confirmed", test["confirmation"]["reason"]
+        assert any(
+            "was inside the label's run-to-run margin" in r and "confirmed by paired rounds" in r
+            for r in test["reasons"]
+        ), test["reasons"]
+        assert done.returncode == 1
+    else:
+        # The host's x1.25 falls on both sides of the paired rounds: the first look's SAME stands.
+        assert test["confirmation"]["change"]["p50"]["outcome"] == "same"
+        assert done.returncode == 0, done.stdout + done.stderr

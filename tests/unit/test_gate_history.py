@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from pytest_roofline import stats
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, evaluate, margins
 from pytest_roofline.gate.history import (
+    DIRTY_SUFFIX,
     cumulative_drift_check,
     label_drift,
     level_segments,
@@ -139,3 +142,34 @@ def test_a_drift_already_beyond_the_margin_before_this_run_is_a_note_not_news() 
 def test_a_speed_up_drift_does_not_escalate() -> None:
     history = {"p50": list(np.exp([-0.02 * k for k in range(12)]))}
     assert cumulative_drift_check(history, {"p50": float(np.exp(-0.24))}, {"p50": 0.05}) is None
+
+
+def test_a_drift_over_runs_of_one_clean_commit_is_noted_not_escalated() -> None:
+    # A host that slows 1% a run while the label measures one commit: no code was merged; the
+    # candidate's run takes the drift past +5%.
+    history = {"p50": list(np.exp([0.01 * k for k in range(5)]))}
+    candidate = {"p50": float(np.exp(0.12))}
+    one = ("c" * 40,) * 5
+    drift = cumulative_drift_check(history, candidate, {"p50": 0.05}, one)
+    assert drift is not None and drift.new and not drift.escalates
+    assert drift.one_commit == "c" * 40
+    assert "every run of the label since then is commit cccccccccccc" in drift.reason
+    assert "noted, not escalated" in drift.reason
+    # Merged code along the drift, or uncommitted changes in a run: it escalates as before.
+    merged = tuple(f"{k}" * 40 for k in range(5))
+    assert cumulative_drift_check(history, candidate, {"p50": 0.05}, merged).escalates  # type: ignore[union-attr]
+    dirty = (*one[:4], "c" * 40 + DIRTY_SUFFIX)
+    drift = cumulative_drift_check(history, candidate, {"p50": 0.05}, dirty)
+    assert drift is not None and drift.escalates and drift.reason.endswith("escalate")
+    # Without commits (runs that recorded none) nothing is known: it escalates.
+    assert cumulative_drift_check(history, candidate, {"p50": 0.05}).escalates  # type: ignore[union-attr]
+    # The policy: a note, the test ships.
+    rng = np.random.default_rng(8)
+    runs = [run_samples(rng, 1.0) for _ in range(4)]
+    entry = BaselineEntry(runs[-1], None, {}, history_samples=tuple(runs[:-1]))
+    flat = evaluate(result(run_samples(rng, 1.0)), entry, EvidenceContext(), target=None)
+    drift = cumulative_drift_check(history, candidate, {"p50": 0.05}, one)
+    evidence = replace(flat, history_drift=drift)
+    decision = decide_test(evidence)
+    assert decision.decision == "ship"
+    assert any("noted, not escalated" in r for r in decision.reasons)
