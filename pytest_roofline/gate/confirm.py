@@ -166,12 +166,16 @@ def first_look_margins(comparisons: Mapping[str, Judged]) -> dict[str, float]:
     in 16 pairs; a +37% UNKNOWN first look whose paired p95 read x1.028 [0.899, 1.089] stayed
     UNKNOWN and spent the session's settling time on one test. A first look too noisy to gate
     (its margin is the cap, ``gate.max_margin``) gets no margin here: paired rounds judge it
-    against ``min_effect``, as ``pytest-roofline ab`` does.
+    against ``min_effect``, as ``pytest-roofline ab`` does. So does a SAME first look asked
+    because its interval lies beyond ``min_effect`` (:func:`shifted_inside_margin`): the
+    session's margin is already ruled out, and the question is whether the shift is beyond
+    ``min_effect``. Held to the session's margin, paired rounds stopped at their first look on
+    SAME (p50 x1.25 [0.46, 1.33] against +95%, four pairs) and never reached DIFFERENT.
     """
     return {
         name: float(c.delta)
         for name, c in comparisons.items()
-        if c.outcome in ("different", "unknown", "same")
+        if c.outcome in ("different", "unknown")
         and c.verdict != "insufficient"
         and c.margin_source in ("history", "min_effect")
         and c.delta is not None

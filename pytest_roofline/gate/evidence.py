@@ -275,6 +275,8 @@ class TestEvidence:
     soak: SoakAssessment | None = None
     # Times the scheduler preempted this process while the test was measured (getrusage).
     involuntary_switches: int | None = None
+    # Share of the machine's CPU time other processes used while the test was measured.
+    other_cpu_share: float | None = None
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
@@ -665,6 +667,9 @@ def evaluate(
         same_code=context.same_code and entry is not None,
         history_runs=len(entry.history_samples) + 1 if entry is not None else 0,
         involuntary_switches=watched.host.involuntary_switches
+        if watched is not None and watched.host is not None
+        else None,
+        other_cpu_share=watched.host.other_cpu_share
         if watched is not None and watched.host is not None
         else None,
         # Within one run, so the user's smallest p50 effect is the margin: the label's

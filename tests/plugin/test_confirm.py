@@ -239,10 +239,10 @@ def test_an_unknown_first_look_on_a_label_too_noisy_to_gate_is_settled_by_paired
 def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_paired_rounds(
     repo: Path, kernel_ms: str, host_slow: str, decision: str
 ) -> None:
-    # Two more runs of the label, one on a host 1.6 times slower: the history's noise floor is
+    # Two more runs of the label, one on a host 1.4 times slower: the history's noise floor is
     # then wide (below the x2 cap), so a x1.25 first look is SAME against it although its
     # interval lies far beyond min_effect (+5%).
-    for slow in ("1.6", "1"):
+    for slow in ("1.4", "1"):
         saved = run(repo, "--roofline-save=main", env={"HOST_SLOW": slow})
         assert saved.returncode == 0, saved.stdout + saved.stderr
     (repo / "kernel.py").write_text(f"MS = {kernel_ms}\n# the candidate commit\n")
@@ -255,7 +255,7 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
     assert first_look["outcome"] == "same" and first_look["margin_source"] == "history", first_look
     assert first_look["ci_low"] > 1.05, first_look
     assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
-    assert test["decision"] == decision, test["reasons"]
+    assert test["decision"] == decision, json.dumps(test["confirmation"])[:3000]
     if decision == "rollback":
         # The code's x1.25, found by every pair of worker processes.
         assert test["confirmation"]["state"] == "confirmed", test["confirmation"]["reason"]

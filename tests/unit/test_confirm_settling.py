@@ -29,8 +29,9 @@ def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> No
         "p99": FirstLook("unknown", "suspect", 0.10, "min_effect"),
     }
     assert first_look_margins(looks) == {"p50": 0.35, "p95": 0.37, "p99": 0.10}
-    # A SAME first look is asked only when shifted beyond min_effect (below): it keeps its margin.
-    assert first_look_margins({"p50": FirstLook("same", "ok", 0.35, "history")}) == {"p50": 0.35}
+    # A SAME first look (asked only when shifted beyond min_effect, below) is judged against
+    # min_effect: the session's margin is already ruled out.
+    assert first_look_margins({"p50": FirstLook("same", "ok", 0.35, "history")}) == {}
     # Too noisy to gate (the cap), too few samples, or no margin recorded: no first-look margin.
     assert first_look_margins({"p95": FirstLook("unknown", "not detected", 1.0, "cap")}) == {}
     assert first_look_margins({"p95": FirstLook("unknown", "insufficient", 0.37, "history")}) == {}

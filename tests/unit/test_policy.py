@@ -103,6 +103,12 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 0}, "rollback", "p99 regressed x26.000"),
         ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 63}, "rollback", "p50 regressed x1.800"),
         ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "cpu_share": 0.51, "involuntary_switches": 63, "confirmation": Confirmation("confirmed", "", {"p99": comparison("regression", 20.0, 9.0, 30.0, quantile=0.99)})}, "rollback", "confirmed by paired rounds"),
+        # Other processes used half the machine (the demo under the suite's load): an unconfirmed
+        # tail regression escalates; p50, and a confirmed tail, still roll back.
+        ({"comparisons": {"p95": comparison("regression", 9.68, 2.32, 20.2)}, "replay": REPRODUCED, "other_cpu_share": 0.5, "involuntary_switches": 50}, "escalate", "but other processes used 50% of the machine's CPU time while the test was measured (50 involuntary context switches)"),
+        ({"comparisons": {"p95": comparison("regression", 9.68, 2.32, 20.2)}, "replay": REPRODUCED, "other_cpu_share": 0.04, "involuntary_switches": 50}, "rollback", "p95 regressed x9.680"),
+        ({"comparisons": {"p50": comparison("regression", 9.68, 2.32, 20.2, quantile=0.5)}, "replay": REPRODUCED, "other_cpu_share": 0.5, "involuntary_switches": 50}, "rollback", "p50 regressed x9.680"),
+        ({"comparisons": {"p95": REGRESSION}, "other_cpu_share": 0.5, "involuntary_switches": 50, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "rollback", "confirmed by paired rounds"),
         # UNKNOWN first looks are settled by paired rounds too (measure more, not decide).
         ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.500 (UNKNOWN) is settled: paired rounds against the baseline's commit rule out +37%"),
         ({"comparisons": {"p95": comparison("not detected", 1.2, 0.9, 1.6)}, "margins": {**MARGINS, "p95": TOO_NOISY}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "(UNKNOWN) is settled"),
