@@ -48,11 +48,13 @@ __all__ = [
     "DECISIONS",
     "MEASURED_FLOOR_RUNS",
     "Decision",
+    "DriftBound",
     "RunConcern",
     "RunDecision",
     "TestDecision",
     "decide_run",
     "decide_test",
+    "drift_inside_margins",
     "first_failing_layer",
 ]
 
@@ -404,9 +406,15 @@ def _settled_by_paired_rounds(
             rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
     elif paired is not None and outcome == "same":
         settled = "was not confirmed" if c.outcome == "different" else "(UNKNOWN) is settled"
+        why = (
+            " (a label too noisy to gate on two runs is judged there against the larger of "
+            "gate.min_effect and what one pair of worker processes puts unchanged code off by)"
+            if c.margin_source == "cap"
+            else ""
+        )
         notes.append(
             f"{name}: a first look of x{c.ratio:.3f} {settled}: paired rounds against the "
-            f"baseline's commit rule out +{paired.delta:.0%} ({seen})"
+            f"baseline's commit rule out +{paired.delta:.0%} ({seen}){why}"
         )
     elif confirmation.state == "confirmed":
         notes.append(
@@ -419,6 +427,28 @@ def _settled_by_paired_rounds(
             f"({seen}: {confirmation.reason})"
         )
         missing.append("a decisive paired comparison")
+    return True
+
+
+def _p50_settled_by_paired_rounds(e: TestEvidence, c: QuantileComparison, notes: list[str]) -> bool:
+    """Whether paired rounds found the p50 SAME that the first look could not compare (its
+    samples too autocorrelated, as a drift through the run makes them): their windows are short
+    and alternate, which breaks the correlation up. Anything else leaves the escalation; a p50
+    the first look did not establish is no rollback either way.
+
+    :returns: whether it was settled (the note was added).
+    """
+    confirmation = e.confirmation
+    if confirmation is None or confirmation.state == "unavailable" or confirmation.disputed:
+        return False
+    paired = confirmation.comparisons.get("p50")
+    if paired is None or paired.outcome != "same":
+        return False
+    notes.append(
+        f"p50 could not be compared on two-run evidence ({c.reason}); paired rounds against the "
+        f"baseline's commit rule out +{paired.delta:.0%} (paired x{paired.ratio:.3f} "
+        f"{_interval(paired)})"
+    )
     return True
 
 
@@ -455,19 +485,67 @@ def _shift_confirmed_by_paired_rounds(
     return _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing)
 
 
-def _drift_stays_inside_margins(e: TestEvidence) -> bool:
+@dataclass(frozen=True, slots=True)
+class DriftBound:
+    """One quantile's first look as the drift rule reads it (from the evidence or the record)."""
+
+    outcome: str | None
+    verdict: str | None
+    ci_high: float | None
+    delta: float | None
+
+
+def drift_inside_margins(window_change: float | None, quantiles: Sequence[DriftBound]) -> bool:
     """Whether a within-run drift cannot hide a regression: every assessed quantile is SAME and
     its upper bound, scaled by the drift's rise (first to last window), is still below
     ``1 + margin``. An improvement x0.25 that slows by 76% through the run (the demo, on a quiet
-    host) is still far faster than the baseline at its slowest."""
+    host) is still far faster than the baseline at its slowest.
+
+    >>> drift_inside_margins(0.76, [DriftBound("same", "improved", 0.3, 0.05)])
+    True
+    >>> drift_inside_margins(0.40, [DriftBound("same", "ok", 1.1, 0.37)])
+    False
+    """
+    rise = max(1.0, 1.0 + (window_change or 0.0))
+    assessed = [q for q in quantiles if q.verdict != "insufficient"]
+    return bool(assessed) and all(
+        q.outcome == "same"
+        and q.ci_high is not None
+        and q.delta is not None
+        and math.isfinite(q.ci_high)
+        and q.ci_high * rise < 1.0 + q.delta
+        for q in assessed
+    )
+
+
+def _drift_stays_inside_margins(e: TestEvidence) -> bool:
     drift = e.drift
     if drift is None or "p50" not in e.comparisons:
         return False
-    rise = max(1.0, 1.0 + drift.window_change)
-    assessed = [c for c in e.comparisons.values() if c.verdict != "insufficient"]
+    return drift_inside_margins(
+        drift.window_change,
+        [DriftBound(c.outcome, c.verdict, c.ci.high, c.delta) for c in e.comparisons.values()],
+    )
+
+
+def _drift_settled_by_paired_rounds(e: TestEvidence) -> bool:
+    """Whether paired rounds against the baseline's commit found every assessed quantile SAME:
+    their windows alternate, so the host's drift through the run slows both sides alike, and
+    what the drift made unreliable in the first look is settled there (asked by
+    :func:`pytest_roofline.gate.confirm.needs_confirmation` with ``drifting``). Drift within
+    the run was the largest cause of A/A escalation left in runs 13a-13d (docs/gate.md)."""
+    confirmation = e.confirmation
+    if (
+        e.design == "paired"
+        or confirmation is None
+        or confirmation.state != "overturned"
+        or confirmation.disputed
+    ):
+        return False
+    assessed = [name for name, c in e.comparisons.items() if c.verdict != "insufficient"]
+    paired = confirmation.comparisons
     return bool(assessed) and all(
-        c.outcome == "same" and math.isfinite(c.ci.high) and c.ci.high * rise < 1.0 + c.delta
-        for c in assessed
+        name in paired and paired[name].outcome == "same" for name in assessed
     )
 
 
@@ -524,12 +602,12 @@ def decide_test(e: TestEvidence) -> TestDecision:
             _regression(e, name, c, margin, rollback, escalate, notes, missing)
             timing_rollbacks += len(rollback) - before
         elif c.verdict == "insufficient":
-            if name == "p50":
+            if name != "p50":
+                notes.append(f"{name}: not assessed ({c.reason}): counted as escape risk")
+            elif not _p50_settled_by_paired_rounds(e, c, notes):
                 # The typical call must be SAME for a test to ship.
                 escalate.append(f"p50 could not be compared: {c.reason}")
                 missing.append("samples for the p50 comparison")
-            else:
-                notes.append(f"{name}: not assessed ({c.reason}): counted as escape risk")
         elif c.outcome == "unknown":
             text = _unknown(name, c, margin)
             if not _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
@@ -641,6 +719,12 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(
                 f"{text}: even the slowest level it allows stays inside every margin (each "
                 "quantile's upper bound times the drift)"
+            )
+        elif _drift_settled_by_paired_rounds(e):
+            assert e.confirmation is not None
+            notes.append(
+                f"{text}; settled by {e.confirmation.reason}, where the host's drift slows both "
+                "sides alike"
             )
         else:
             escalate.append(f"{text}: the quantiles are not stable")

@@ -40,6 +40,7 @@ from pytest_roofline.gate.confirm import (
 )
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
+from pytest_roofline.gate.policy import DriftBound, drift_inside_margins
 from pytest_roofline.gate.record import canary_level, canary_record
 from pytest_roofline.gate.run import (
     COMMON_MODE_THRESHOLD,
@@ -124,15 +125,32 @@ class SamplingWindow:
 WINDOW_KEY = pytest.StashKey[SamplingWindow]()
 
 
+def _drifts_beyond_margins(record: TestRecord) -> bool:
+    """Whether the first look's latency drifts within the run more than its margins absorb (the
+    policy escalates on that unless paired rounds settle it)."""
+    drift = record.drift
+    if drift is None or not drift.drifting or not record.change:
+        return False
+    return not drift_inside_margins(
+        drift.window_change,
+        [DriftBound(c.outcome, c.verdict, c.ci_high, c.delta) for c in record.change.values()],
+    )
+
+
 def _asked_quantiles(record: TestRecord, gate: GateSettings) -> tuple[str, ...]:
     """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks,
-    and SAME ones shifted beyond ``min_effect`` inside the label's margin)."""
-    return needs_confirmation(record.change or {}, gate.min_effect)
+    SAME ones shifted beyond ``min_effect`` inside the label's margin, and every one of a test
+    whose latency drifted within the run)."""
+    return needs_confirmation(
+        record.change or {}, gate.min_effect, drifting=_drifts_beyond_margins(record)
+    )
 
 
 def _first_look_question(record: TestRecord, asked: tuple[str, ...]) -> str:
     """What paired rounds are asked about a first look that found no regression."""
     change = record.change or {}
+    if _drifts_beyond_margins(record):
+        return "latency drifted within the run"
     if any(change[name].outcome == "unknown" for name in asked if name in change):
         return "first look UNKNOWN"
     return "first look shifted beyond min_effect inside the label's run-to-run margin"
@@ -711,7 +729,10 @@ class RooflineSession:
             settle_s=settle_s,
             confirm_s=confirm_s,
             replica_s=pair_time_s,
-            first_look={n: first_look_margins(self.records[n].change or {}) for n in nodeids},
+            first_look={
+                n: first_look_margins(self.records[n].change or {}, gate.min_effect)
+                for n in nodeids
+            },
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,

@@ -40,8 +40,13 @@ def work(request):
     CALLS["fixtures"] += 1
     rng = np.random.default_rng([zlib.crc32(request.node.name.encode()), os.getpid(), CALLS["fixtures"]])
     slow = float(os.environ.get("HOST_SLOW", "1"))
+    # HOST_DRIFT: the host's speed moves through the process's life, from 1 - d/2 to 1 + d/2
+    # over its first 150 calls (the same in every process: each paired worker drifts alike).
+    drift = float(os.environ.get("HOST_DRIFT", "0"))
     def call():
-        advance(kernel.MS * 1e-3 * slow * rng.lognormal(0.0, 0.03))
+        CALLS["calls"] = CALLS.get("calls", 0) + 1
+        ramp = 1.0 + drift * (min(CALLS["calls"] / 150, 1.0) - 0.5)
+        advance(kernel.MS * 1e-3 * slow * ramp * rng.lognormal(0.0, 0.03))
     return call
 """
 )
@@ -268,3 +273,38 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
         # The host's x1.25 falls on both sides of the paired rounds: the first look's SAME stands.
         assert test["confirmation"]["change"]["p50"]["outcome"] == "same"
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("confirm", ["auto", "never"])
+def test_a_run_whose_latency_drifted_is_settled_by_paired_rounds(repo: Path, confirm: str) -> None:
+    # The host slows from x0.85 to x1.15 through the candidate session (unchanged code): the
+    # first look finds no regression, but the drift (about +30% first to last window) is more
+    # than the margins absorb, so on two-run evidence alone the test escalates.
+    done = run(
+        repo,
+        "--roofline-baseline=main",
+        "--roofline-json=out.json",
+        f"--roofline-confirm={confirm}",
+        env={"HOST_DRIFT": "0.3"},
+    )
+    test = record_of(repo)
+    assert test["drift"]["drifting"], test["drift"]
+    # The drift leaves the p50 SAME, or too autocorrelated to compare (effective sample size
+    # below 5): never a regression.
+    assert test["change"]["p50"]["outcome"] in ("same", "unknown"), test["change"]["p50"]
+    reasons = " ".join(test["reasons"])
+    if confirm == "never":
+        assert test["decision"] == "escalate", test["reasons"]
+        assert "latency drifts within the run" in reasons and "not stable" in reasons
+        return
+    # Paired rounds alternate windows, so the drift slows both sides alike: every quantile SAME.
+    assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
+    assert test["confirmation"]["state"] == "overturned", test["confirmation"]["reason"]
+    asked = test["confirmation"]["change"]
+    assert {n for n, c in test["change"].items() if c["verdict"] != "insufficient"} <= set(asked)
+    assert test["decision"] == "ship", test["reasons"]
+    assert "where the host's drift slows both sides alike" in reasons, reasons
+    if test["change"]["p50"]["verdict"] == "insufficient":
+        assert "p50 could not be compared on two-run evidence" in reasons, reasons
+        assert "p50: not assessed" not in reasons, reasons
+    assert done.returncode == 0, done.stdout + done.stderr

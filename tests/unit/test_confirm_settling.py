@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pytest_roofline.config.settings import GateSettings
-from pytest_roofline.gate.confirm import confirmation_from, first_look_margins, needs_confirmation
+from pytest_roofline.gate.confirm import (
+    PAIRED_PROCESS_FLOOR,
+    confirmation_from,
+    first_look_margins,
+    needs_confirmation,
+)
 from pytest_roofline.plugin.confirm import confirmation_margin
 from pytest_roofline.stats.paired import compare_paired
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -23,21 +33,80 @@ class FirstLook:
 
 
 def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> None:
+    min_effect = GateSettings().min_effect
     looks = {
         "p50": FirstLook("different", "regression", 0.35, "history"),
         "p95": FirstLook("unknown", "not detected", 0.37, "history"),
         "p99": FirstLook("unknown", "suspect", 0.10, "min_effect"),
     }
-    assert first_look_margins(looks) == {"p50": 0.35, "p95": 0.37, "p99": 0.10}
-    # A SAME first look (asked only when shifted beyond min_effect, below) is judged against
-    # min_effect: the session's margin is already ruled out.
-    assert first_look_margins({"p50": FirstLook("same", "ok", 0.35, "history")}) == {}
-    # Too noisy to gate (the cap), too few samples, or no margin recorded: no first-look margin.
-    assert first_look_margins({"p95": FirstLook("unknown", "not detected", 1.0, "cap")}) == {}
-    assert first_look_margins({"p95": FirstLook("unknown", "insufficient", 0.37, "history")}) == {}
-    assert first_look_margins({"p95": FirstLook("unknown", "not detected", None, None)}) == {}
+    assert first_look_margins(looks, min_effect) == {"p50": 0.35, "p95": 0.37, "p99": 0.10}
+    # A SAME first look shifted beyond min_effect (asked, below) is judged against min_effect:
+    # the session's margin is already ruled out.
+    shifted = FirstLook("same", "ok", 0.35, "history", ci_low=1.2)
+    assert first_look_margins({"p50": shifted}, min_effect) == {}
+    # One asked because the run drifted keeps the session's margin.
+    steady = FirstLook("same", "ok", 0.35, "history", ci_low=0.95)
+    assert first_look_margins({"p50": steady}, min_effect) == {"p50": 0.35}
+    # Too few samples, or no margin recorded: no first-look margin.
+    assert (
+        first_look_margins(
+            {"p95": FirstLook("unknown", "insufficient", 0.37, "history")}, min_effect
+        )
+        == {}
+    )
+    assert (
+        first_look_margins({"p95": FirstLook("unknown", "not detected", None, None)}, min_effect)
+        == {}
+    )
     nan = FirstLook("unknown", "not detected", math.nan, "history")
-    assert first_look_margins({"p95": nan}) == {}
+    assert first_look_margins({"p95": nan}, min_effect) == {}
+
+
+def test_a_label_too_noisy_to_gate_is_judged_against_the_paired_process_floor() -> None:
+    min_effect = GateSettings().min_effect
+    looks = {
+        name: FirstLook("unknown", "not detected", 1.0, "cap") for name in ("p50", "p95", "p99")
+    }
+    assert first_look_margins(looks, min_effect) == dict(PAIRED_PROCESS_FLOOR)
+    # ... SAME below it, DIFFERENT still beyond min_effect (a rollback needs three pairs).
+    margin = confirmation_margin(
+        GateSettings(), "p95", first_look_margins(looks, min_effect)["p95"]
+    )
+    assert (margin.margin, margin.different_at) == (PAIRED_PROCESS_FLOOR["p95"], 0.05)
+    # The floor is what the A/A outputs say, not a round number picked here.
+    spec = importlib.util.spec_from_file_location(
+        "paired_process_floor", REPO / "benchmarks" / "paired_process_floor.py"
+    )
+    assert spec is not None and spec.loader is not None
+    floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(floor)
+    lines = [
+        line
+        for path in sorted(REPO.glob(floor.DEFAULT_GLOB))
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+    found = floor.first_pair_ratios(lines)
+    assert sorted(found) == ["p50", "p95", "p99"]
+    for name, ratios in found.items():
+        assert PAIRED_PROCESS_FLOOR[name] == pytest.approx(np.quantile(ratios, 0.99) - 1, abs=0.005)
+
+
+def test_a_run_that_drifted_asks_every_quantile_with_an_interval() -> None:
+    looks = {
+        "p50": FirstLook("same", "ok", 0.35, "history", ci_low=0.97),
+        "p95": FirstLook("same", "improved", 0.40, "history", ci_low=0.80),
+        "p99": FirstLook("unknown", "insufficient", 0.60, "history"),
+    }
+    assert needs_confirmation(looks, GateSettings().min_effect) == ()
+    assert needs_confirmation(looks, GateSettings().min_effect, drifting=True) == ("p50", "p95")
+    # A p50 with an interval that could not be compared (autocorrelated samples) is asked, and
+    # keeps its margin; a tail short of samples is not.
+    p50 = FirstLook("unknown", "insufficient", 0.35, "history", ci_low=0.9)
+    assert needs_confirmation({"p50": p50, "p99": looks["p99"]}) == ("p50",)
+    assert first_look_margins({"p50": p50}, GateSettings().min_effect) == {"p50": 0.35}
+    no_interval = FirstLook("unknown", "insufficient", 0.35, "history")
+    assert needs_confirmation({"p50": no_interval}) == ()
 
 
 def test_a_same_first_look_is_asked_only_when_its_interval_lies_beyond_min_effect() -> None:
