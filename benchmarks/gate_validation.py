@@ -515,6 +515,9 @@ def main() -> None:
                             flags = peer_flags(samples[0][nodeid], samples[1][nodeid])
                             for rule, flagged in flags.items():
                                 cell.peers[rule] += int(flagged)
+                    if document["decision"] != "ship":
+                        # A run-level reason (a common-mode shift, a concern) is not any test's.
+                        emit(f"    run {document['decision']}: {'; '.join(document['reasons'])}")
                     emit(
                         f"  {scenario} trial {trial + 1}/{options.trials}: {dict(cell.decisions)} "
                         f"confirm={dict(cell.confirmation)} run={document['decision']} ({wall:.0f} s, "

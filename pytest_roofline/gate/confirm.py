@@ -32,6 +32,7 @@ __all__ = [
     "ROLLBACK_WORKER_PAIRS",
     "FirstLook",
     "Judged",
+    "autocorrelated",
     "confirmation_blocker",
     "confirmation_from",
     "first_look_margins",
@@ -110,10 +111,45 @@ class Judged(Protocol):
 
 
 class FirstLook(Judged, Protocol):
-    """A first look's comparison as recorded in the document (with its interval's lower bound)."""
+    """A first look's comparison as recorded in the document (with its interval's lower bound
+    and each side's sample count)."""
+
+    @property
+    def quantile(self) -> float | None: ...
 
     @property
     def ci_low(self) -> float | None: ...
+
+    @property
+    def n_base(self) -> int | None: ...
+
+    @property
+    def n_cand(self) -> int | None: ...
+
+
+def autocorrelated(c: FirstLook) -> bool:
+    """Whether a first look could not assess a quantile although both sides had the samples its
+    floor needs (p50 5, p95 59, p99 299) and it has an interval: the samples were too
+    autocorrelated (effective sample size below the floor), as a drift through the run or a
+    slow periodic disturbance makes them. Short alternating windows break the correlation up,
+    so paired rounds can assess it where the first look could not.
+
+    >>> from types import SimpleNamespace as C
+    >>> autocorrelated(C(verdict="insufficient", quantile=0.99, ci_low=0.8, n_base=600, n_cand=600))
+    True
+    >>> autocorrelated(C(verdict="insufficient", quantile=0.99, ci_low=0.8, n_base=600, n_cand=150))
+    False
+    """
+    floor = stats.N_FLOOR.get(c.quantile) if c.quantile is not None else None
+    return (
+        c.verdict == "insufficient"
+        and floor is not None
+        and c.ci_low is not None
+        and math.isfinite(c.ci_low)
+        and c.n_base is not None
+        and c.n_cand is not None
+        and min(c.n_base, c.n_cand) >= floor
+    )
 
 
 def shifted_inside_margin(c: FirstLook, min_effect: float) -> bool:
@@ -160,11 +196,11 @@ def needs_confirmation(
 
     UNKNOWN is a reason to measure more (Pinpoint's loop; DESIGN.md section 6): a test whose
     label is too noisy between runs to gate on two-run evidence, or whose sampling cap ran out,
-    is measured again with both sides alternating, where the between-run noise cancels. A tail
-    quantile short of samples is not asked: its windows would be short of samples too. A p50
-    with an interval that could not be compared is: its samples were too autocorrelated
-    (effective sample size below 5, as a drift through the run makes them), p50 must be SAME
-    for the test to ship, and alternating short windows are what breaks the correlation up.
+    is measured again with both sides alternating, where the between-run noise cancels. A
+    quantile short of samples is not asked: its windows would be short of samples too. One whose
+    samples were too autocorrelated is (:func:`autocorrelated`): p50 must be SAME for the test
+    to ship, and a tail the first look could not assess is escape risk that the windows can
+    assess.
     """
     return tuple(
         name
@@ -174,7 +210,7 @@ def needs_confirmation(
             c.verdict != "insufficient"
             and (c.outcome == "unknown" or (drifting and c.outcome == "same"))
         )
-        or (name == "p50" and c.verdict == "insufficient" and _has_interval(c))
+        or autocorrelated(c)
         or (min_effect is not None and shifted_inside_margin(c, min_effect.get(name, 0.0)))
     )
 
@@ -211,7 +247,7 @@ def first_look_margins(
     for name, c in comparisons.items():
         if c.delta is None or not math.isfinite(c.delta):
             continue
-        if c.verdict == "insufficient" and not (name == "p50" and _has_interval(c)):
+        if c.verdict == "insufficient" and not autocorrelated(c):
             continue
         if c.margin_source == "cap":
             out[name] = PAIRED_PROCESS_FLOOR.get(name, 0.0)
@@ -220,10 +256,6 @@ def first_look_margins(
         ):
             out[name] = float(c.delta)
     return out
-
-
-def _has_interval(c: FirstLook) -> bool:
-    return c.ci_low is not None and math.isfinite(c.ci_low)
 
 
 def is_regression_check(comparisons: Mapping[str, Judged]) -> bool:

@@ -699,7 +699,14 @@ class RooflineSession:
         # First-look regressions first, while gate.confirm_time lasts; then UNKNOWN first looks
         # are settled while the session's settling time lasts.
         required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
-        nodeids = required + [n for n in self._pending if n not in required]
+        # Then the first looks that escalate unless settled (UNKNOWN, a drift, a p50 that could
+        # not be compared) before those that ship as they are (a shifted SAME, a tail not
+        # assessed), in case the settling time runs out.
+        to_settle = sorted(
+            (n for n in self._pending if n not in required),
+            key=lambda n: self.records[n].decision != "escalate",
+        )
+        nodeids = required + to_settle
         session_s = time.time() - self.started
         gate = self.settings.gate
 
@@ -717,7 +724,8 @@ class RooflineSession:
             f"a worktree of {plan.commit[:12]}"
             + (f" for up to {confirm_s:.0f} s" if required else "")
             + (
-                f", and settling {settling} UNKNOWN or shifted first look(s) for up to "
+                f", and settling {settling} undecided first look(s) (UNKNOWN, shifted, drifting or "
+                f"autocorrelated) for up to "
                 f"{settle_s:.0f} s"
                 if settling
                 else ""

@@ -227,7 +227,7 @@ def test_an_unknown_first_look_on_a_label_too_noisy_to_gate_is_settled_by_paired
     test = record_of(repo)
     first_look = test["change"]["p50"]
     assert first_look["outcome"] == "unknown" and "too noisy" in first_look["reason"], first_look
-    assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
+    assert "settling 1 undecided first look(s)" in done.stdout, done.stdout
     # Alternating windows of the same code on both sides rule out +5% where the history could not.
     assert test["confirmation"]["state"] == "overturned", test["confirmation"]["reason"]
     assert test["confirmation"]["change"]["p50"]["outcome"] == "same"
@@ -259,7 +259,7 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
     first_look = test["change"]["p50"]
     assert first_look["outcome"] == "same" and first_look["margin_source"] == "history", first_look
     assert first_look["ci_low"] > 1.05, first_look
-    assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
+    assert "settling 1 undecided first look(s)" in done.stdout, done.stdout
     assert test["decision"] == decision, json.dumps(test["confirmation"])[:3000]
     if decision == "rollback":
         # The code's x1.25, found by every pair of worker processes.
@@ -298,13 +298,13 @@ def test_a_run_whose_latency_drifted_is_settled_by_paired_rounds(repo: Path, con
         assert "latency drifts within the run" in reasons and "not stable" in reasons
         return
     # Paired rounds alternate windows, so the drift slows both sides alike: every quantile SAME.
-    assert "settling 1 UNKNOWN or shifted first look(s)" in done.stdout, done.stdout
+    assert "settling 1 undecided first look(s)" in done.stdout, done.stdout
     assert test["confirmation"]["state"] == "overturned", test["confirmation"]["reason"]
     asked = test["confirmation"]["change"]
     assert {n for n, c in test["change"].items() if c["verdict"] != "insufficient"} <= set(asked)
     assert test["decision"] == "ship", test["reasons"]
     assert "where the host's drift slows both sides alike" in reasons, reasons
     if test["change"]["p50"]["verdict"] == "insufficient":
-        assert "p50 could not be compared on two-run evidence" in reasons, reasons
+        assert "p50 could not be assessed on two-run evidence" in reasons, reasons
         assert "p50: not assessed" not in reasons, reasons
     assert done.returncode == 0, done.stdout + done.stderr

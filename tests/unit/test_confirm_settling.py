@@ -30,6 +30,9 @@ class FirstLook:
     delta: float | None
     margin_source: str | None
     ci_low: float | None = None
+    quantile: float | None = None
+    n_base: int | None = None
+    n_cand: int | None = None
 
 
 def test_asked_first_looks_keep_their_margin_and_the_rest_do_not_get_one() -> None:
@@ -100,12 +103,21 @@ def test_a_run_that_drifted_asks_every_quantile_with_an_interval() -> None:
     }
     assert needs_confirmation(looks, GateSettings().min_effect) == ()
     assert needs_confirmation(looks, GateSettings().min_effect, drifting=True) == ("p50", "p95")
-    # A p50 with an interval that could not be compared (autocorrelated samples) is asked, and
-    # keeps its margin; a tail short of samples is not.
-    p50 = FirstLook("unknown", "insufficient", 0.35, "history", ci_low=0.9)
-    assert needs_confirmation({"p50": p50, "p99": looks["p99"]}) == ("p50",)
-    assert first_look_margins({"p50": p50}, GateSettings().min_effect) == {"p50": 0.35}
-    no_interval = FirstLook("unknown", "insufficient", 0.35, "history")
+
+
+def test_a_quantile_too_autocorrelated_to_assess_is_asked_and_one_short_of_samples_is_not() -> None:
+    min_effect = GateSettings().min_effect
+    looks = {
+        # Enough samples on both sides (5 for p50, 299 for p99) but an effective sample size
+        # below the floor: the windows can assess it.
+        "p50": FirstLook("unknown", "insufficient", 0.35, "history", 0.9, 0.5, 400, 400),
+        "p99": FirstLook("unknown", "insufficient", 0.60, "history", 0.8, 0.99, 600, 650),
+        # 40 candidate samples of the 59 p95 needs: its windows would be short too.
+        "p95": FirstLook("unknown", "insufficient", 0.40, "history", 0.8, 0.95, 600, 40),
+    }
+    assert needs_confirmation(looks) == ("p50", "p99")
+    assert first_look_margins(looks, min_effect) == {"p50": 0.35, "p99": 0.60}
+    no_interval = FirstLook("unknown", "insufficient", 0.35, "history", None, 0.5, 400, 400)
     assert needs_confirmation({"p50": no_interval}) == ()
 
 
