@@ -39,6 +39,7 @@ __all__ = [
     "is_regression_check",
     "needs_confirmation",
     "replicated",
+    "settling_order",
     "shifted_inside_margin",
 ]
 
@@ -256,6 +257,20 @@ def first_look_margins(
         ):
             out[name] = float(c.delta)
     return out
+
+
+def settling_order(first_looks: Mapping[str, str | None]) -> list[str]:
+    """Node ids of pending tests that are not regression checks, in the order paired rounds
+    settle them: those whose first look escalates unless settled (UNKNOWN, a drift, a p50 that
+    could not be compared) before those that ship as they are (a shifted SAME, a tail not
+    assessed), each group in run order, in case the settling time runs out.
+
+    :param first_looks: node id -> its first-look decision (before paired rounds), in run order.
+
+    >>> settling_order({"a": "ship", "b": "escalate", "c": None, "d": "escalate"})
+    ['b', 'd', 'a', 'c']
+    """
+    return sorted(first_looks, key=lambda n: first_looks[n] != "escalate")
 
 
 def is_regression_check(comparisons: Mapping[str, Judged]) -> bool:

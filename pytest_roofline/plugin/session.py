@@ -37,6 +37,7 @@ from pytest_roofline.gate.confirm import (
     first_look_margins,
     is_regression_check,
     needs_confirmation,
+    settling_order,
 )
 from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
 from pytest_roofline.gate.looks import TwoRunStop
@@ -699,12 +700,8 @@ class RooflineSession:
         # First-look regressions first, while gate.confirm_time lasts; then UNKNOWN first looks
         # are settled while the session's settling time lasts.
         required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
-        # Then the first looks that escalate unless settled (UNKNOWN, a drift, a p50 that could
-        # not be compared) before those that ship as they are (a shifted SAME, a tail not
-        # assessed), in case the settling time runs out.
-        to_settle = sorted(
-            (n for n in self._pending if n not in required),
-            key=lambda n: self.records[n].decision != "escalate",
+        to_settle = settling_order(
+            {n: self.records[n].decision for n in self._pending if n not in required}
         )
         nodeids = required + to_settle
         session_s = time.time() - self.started

@@ -16,7 +16,9 @@ from pytest_roofline.gate.confirm import (
     confirmation_from,
     first_look_margins,
     needs_confirmation,
+    settling_order,
 )
+from pytest_roofline.gate.policy import DriftBound, drift_inside_margins
 from pytest_roofline.plugin.confirm import confirmation_margin
 from pytest_roofline.stats.paired import compare_paired
 
@@ -209,3 +211,24 @@ def test_a_paired_regression_inside_the_sessions_margin_is_confirmed_beyond_min_
     # The rule before: DIFFERENT only beyond the session's +60%.
     old = compare_paired(base, cand, 0.95, delta=replace(margin, detect=None))
     assert confirmation_from(["p95"], {"p95": old.comparison}, command="ab").state != "confirmed"
+
+
+def test_first_looks_that_escalate_unless_settled_are_settled_first_in_run_order() -> None:
+    looks = {"a": "ship", "b": "escalate", "c": None, "d": "escalate", "e": "ship"}
+    assert settling_order(looks) == ["b", "d", "a", "c", "e"]
+    assert settling_order({}) == []
+
+
+def test_a_drift_stays_inside_the_margins_only_if_every_assessed_upper_bound_times_it_does() -> (
+    None
+):
+    improved = DriftBound("same", "improved", 0.30, 0.05)
+    steady = DriftBound("same", "ok", 1.10, 0.37)
+    assert drift_inside_margins(0.76, [improved])  # x0.30 * 1.76 = 0.53 < 1.05
+    assert drift_inside_margins(0.20, [steady])  # 1.10 * 1.20 = 1.32 < 1.37
+    assert not drift_inside_margins(0.40, [steady])  # 1.54 > 1.37
+    assert not drift_inside_margins(0.0, [DriftBound("unknown", "not detected", 1.1, 0.37)])
+    # A quantile not assessed does not count; nothing assessed cannot stay inside anything.
+    short = DriftBound("unknown", "insufficient", None, 0.6)
+    assert drift_inside_margins(0.20, [steady, short])
+    assert not drift_inside_margins(0.20, [short])
