@@ -59,8 +59,9 @@ the 99th percentile of the first pair's paired ratio over the A/A blocks of runs
 x1.217, x1.268). Paired rounds cancel the host's drift between runs, not the processes' own
 layout (``docs/paired.md``), so this is what a label too noisy to gate on two-run evidence is
 judged against there (:func:`first_look_margins`), as its history noise floor would be if it
-were below the cap: the larger of it and ``min_effect``. Ruling out +22% at p95 is far short of
-``min_effect``, and far beyond the x2 that two runs of such a label cannot rule out."""
+were below the cap: the larger of it and ``min_effect``. Ruling out +22% at p95 claims less than
+ruling out ``min_effect`` would, and far more than the x2 that two runs of such a label cannot
+rule out."""
 _HARDWARE_LAYER = "hardware"
 _PAIRED_PREFIX = "paired rounds against the baseline's commit: "
 
