@@ -280,6 +280,9 @@ class TestEvidence:
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
+    # Declared amounts of one call's work that differ from the baseline's at the same precision
+    # ({"bytes_moved": (baseline, candidate)}): the two runs timed different workloads.
+    work_change: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -548,6 +551,7 @@ def evaluate(
     baseline_summary = baseline_point = bound = None
     efficiency_ratio = None
     precision_change = None
+    work: dict[str, tuple[float, float]] = {}
     if entry is not None and entry.samples_s.size:
         baseline_summary = summarize(entry.samples_s)
         gate_margins = margins(entry, context)
@@ -598,6 +602,7 @@ def evaluate(
             bound = roofline.bound_change_between(baseline_point, point)
             if point.efficiency and baseline_point.efficiency:
                 efficiency_ratio = point.efficiency / baseline_point.efficiency
+        work = roofline.work_change(entry.declared, declared)
         base_precision = entry.declared.precision if entry.declared else None
         cand_precision = declared.precision if declared else None
         if base_precision != cand_precision and (base_precision or cand_precision):
@@ -666,6 +671,7 @@ def evaluate(
         fail_thresholds=context.fail_thresholds if entry is not None else {},
         same_code=context.same_code and entry is not None,
         history_runs=len(entry.history_samples) + 1 if entry is not None else 0,
+        work_change=work,
         involuntary_switches=watched.host.involuntary_switches
         if watched is not None and watched.host is not None
         else None,

@@ -37,7 +37,7 @@ from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.stats.threeway import DEFAULT_MAX_MARGIN
-from pytest_roofline.units import format_seconds
+from pytest_roofline.units import format_seconds, si
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
 MEASURED_FLOOR_RUNS = 3
@@ -324,6 +324,35 @@ def _regression(
         text
         + replayed
         + (f" (no paired confirmation: {confirmation.reason})" if confirmation else "")
+    )
+
+
+_WORK_UNITS = {"flops": ("FLOPs", "FLOP"), "bytes_moved": ("bytes moved", "B")}
+
+
+def _work_changed(e: TestEvidence) -> str:
+    """Why a test whose declared work changed since the baseline is not judged on timing.
+
+    Seen in CI: a recalibration chose 600 MiB DRAM arrays where the baseline's had 128 MiB, and
+    the example's unchanged copy test, sized from them, read x4.59 slower and reproduced on
+    replay: the same code on a larger problem.
+    """
+    changes = ", ".join(
+        f"{_WORK_UNITS[name][0]} {si(base, _WORK_UNITS[name][1])} -> "
+        f"{si(cand, _WORK_UNITS[name][1])}" + (f" (x{cand / base:.2f})" if base else "")
+        for name, (base, cand) in e.work_change.items()
+    )
+    p50 = e.comparisons.get("p50")
+    seen = f"; p50 {_ci(p50)}" if p50 is not None and math.isfinite(p50.ratio) else ""
+    efficiency = (
+        f", x{e.efficiency_ratio:.2f} the baseline's efficiency per unit of work"
+        if e.efficiency_ratio is not None
+        else ""
+    )
+    return (
+        f"the declared work of one call changed since the baseline ({changes}): the baseline "
+        f"timed another workload, so its timings do not judge this code{seen}{efficiency}. If "
+        "the new size is intended, save a new baseline"
     )
 
 
@@ -618,7 +647,13 @@ def decide_test(e: TestEvidence) -> TestDecision:
     missing: list[str] = []
 
     timing_rollbacks = 0
-    for name, c in e.comparisons.items():
+    # A baseline that timed another workload says nothing about this code's speed: its timing
+    # comparisons are reported, and none of them decides.
+    timed = {} if e.work_change else e.comparisons
+    if e.work_change:
+        escalate.append(_work_changed(e))
+        missing.append("a baseline that declared the same work")
+    for name, c in timed.items():
         margin = e.margins.get(name)
         if c.outcome == "different":
             before = len(rollback)
@@ -649,14 +684,14 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(f"{name} improved {_ci(c)}")
         elif not _shift_confirmed_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
-    if e.history_drift is not None and not rollback:  # slow drift across merged runs
+    if e.history_drift is not None and not rollback and timed:  # slow drift across merged runs
         (escalate if e.history_drift.escalates else notes).append(e.history_drift.reason)
 
     # Timing measured while the host canary read the host disturbed decides no rollback.
     disturbed = e.host.reason if e.host is not None and e.host.state == "disturbed" else None
     # Explicit thresholds (--roofline-fail; pytest-benchmark's --benchmark-compare-fail).
     explicit = threshold_reasons(
-        e.comparisons,
+        timed,
         e.fail_thresholds,
         replay_attempted=e.replay.attempted if e.replay is not None else None,
         replay_ratios=e.replay.ratios if e.replay is not None else {},

@@ -293,6 +293,7 @@ def calibrate_host(
     now: Callable[[], float] = time.time,
     kernels: HostKernels | None = None,
     key: str | None = None,
+    dram_array_bytes: int | None = None,
 ) -> HostCalibration:
     """Measure this host's roofs.
 
@@ -308,12 +309,19 @@ def calibrate_host(
     :param now: wall clock for ``created``.
     :param kernels: the measurements (default :class:`NumpyKernels`); tests pass fakes.
     :param key: the cache key to record (default :func:`calibration_key`).
+    :param dram_array_bytes: bytes per DRAM array, kept from this host's earlier calibration
+        (default: chosen by the caches' rule and the sweep); ignored with ``kernels``.
     """
     threads = threads or available_cpus()
     started = clock()
     load_before = load_average()
     if kernels is None:
-        kernels = NumpyKernels(threads=threads, clock=clock, gemm_seconds=0.02 if quick else 0.05)
+        kernels = NumpyKernels(
+            threads=threads,
+            clock=clock,
+            gemm_seconds=0.02 if quick else 0.05,
+            dram_array_bytes=dram_array_bytes,
+        )
     reps = 3 if quick else 7
 
     dram_kernels = ("add",) if quick else ("copy", "add", "triad")
@@ -448,7 +456,7 @@ def host_calibration(
     warn: Callable[[str], None] = _default_warn,
     threads: int | None = None,
     key: str | None = None,
-    calibrate: Callable[[], HostCalibration] | None = None,
+    calibrate: Callable[[int | None], HostCalibration] | None = None,
     probe: Callable[[HostCalibration], Mapping[str, float]] | None = None,
 ) -> HostCalibration:
     """The calibration to use for this session: cached while still valid, else measured.
@@ -462,6 +470,11 @@ def host_calibration(
        otherwise the better of the busy ones (the higher fp64 GEMM rate) is used with a
        warning and cached marked busy, so the next session re-uses it instead of paying for
        another busy calibration, and recalibrates as soon as its probe reads faster.
+    3. A recalibration keeps the cached calibration's DRAM array size; only ``refresh``
+       chooses it again. Tests size their main-memory arrays from it (the example suite's
+       ``dram`` slices), so a size chosen anew would change their work between two runs: in
+       CI a busy host's sweep fell back to the caches' rule (600 MiB arrays, not 128), and an
+       unchanged copy test read x4.59 slower.
 
     :param cache: where calibrations are kept (the result store), or ``None``.
     :param refresh: ignore the cached roofs and calibrate (a busy result still does not
@@ -470,7 +483,8 @@ def host_calibration(
     :param warn: receives warnings (default: :class:`RooflineWarning` via ``warnings.warn``).
     :param threads: bandwidth threads (default: the CPUs this process may use).
     :param key: cache key (default :func:`calibration_key`).
-    :param calibrate: measures the host (default :func:`calibrate_host`).
+    :param calibrate: measures the host, given the DRAM array bytes to keep (or ``None``)
+        (default :func:`calibrate_host`).
     :param probe: the drift check (default :func:`drift_probe` with :class:`NumpyKernels`).
     :raises RooflineError: when the host is busy, ``refuse_busy`` is set and no idle
         calibration can stand in.
@@ -479,8 +493,8 @@ def host_calibration(
     key = key or calibration_key(threads)
     if calibrate is None:
 
-        def calibrate() -> HostCalibration:
-            return calibrate_host(threads=threads, key=key)
+        def calibrate(dram_array_bytes: int | None) -> HostCalibration:
+            return calibrate_host(threads=threads, key=key, dram_array_bytes=dram_array_bytes)
 
     if probe is None:
 
@@ -505,7 +519,8 @@ def host_calibration(
             )
         return cached
 
-    fresh = calibrate()
+    kept = None if refresh or cached is None else cached.sizes.get("array_bytes.dram")
+    fresh = calibrate(kept)
     if not fresh.busy:
         if cache is not None:
             cache.put_calibration(key, fresh.to_dict())
@@ -542,7 +557,7 @@ def host_target(
     warn: Callable[[str], None] = _default_warn,
     threads: int | None = None,
     key: str | None = None,
-    calibrate: Callable[[], HostCalibration] | None = None,
+    calibrate: Callable[[int | None], HostCalibration] | None = None,
     probe: Callable[[HostCalibration], Mapping[str, float]] | None = None,
 ) -> HardwareTarget:
     """The measured ``host`` target: :func:`host_calibration` as a :class:`HardwareTarget`.

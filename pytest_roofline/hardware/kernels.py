@@ -147,6 +147,8 @@ class NumpyKernels:
     :param clock: monotonic clock in seconds.
     :param gemm_seconds: target duration of one GEMM call (sets ``n``); short calls under-read
         the peak (blocking and thread start-up), long ones cost calibration time.
+    :param dram_array_bytes: bytes per DRAM array, kept from an earlier calibration of this
+        host; ``None`` chooses them (:meth:`_dram_bytes_for_host`).
     """
 
     def __init__(
@@ -155,6 +157,7 @@ class NumpyKernels:
         threads: int,
         clock: Callable[[], float] = time.perf_counter,
         gemm_seconds: float = 0.05,
+        dram_array_bytes: int | None = None,
     ) -> None:
         self.threads = max(1, threads)
         self._clock = clock
@@ -164,7 +167,7 @@ class NumpyKernels:
         self._llc = llc or 32 * _MIB
         self._llc_total = llc_total or self._llc
         self._memory = memory_bytes() or 8 * 2**30
-        self._dram_bytes: int | None = None
+        self._dram_bytes: int | None = dram_array_bytes
 
     def sizes(self) -> dict[str, int]:
         """Array bytes per level measured so far."""

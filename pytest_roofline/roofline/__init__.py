@@ -45,6 +45,7 @@ from pytest_roofline.roofline.work import (
     DeclaredWork,
     declared_work,
     normalize_precision,
+    work_change,
 )
 from pytest_roofline.vocabulary import BOUND_CLASSES, BoundClass
 
@@ -69,4 +70,5 @@ __all__ = [
     "normalize_precision",
     "place",
     "ridge",
+    "work_change",
 ]

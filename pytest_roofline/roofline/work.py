@@ -23,6 +23,7 @@ __all__ = [
     "declared_work",
     "normalize_memory_level",
     "normalize_precision",
+    "work_change",
 ]
 
 
@@ -217,3 +218,37 @@ def declared_work(
         if memory_level is None
         else normalize_memory_level(memory_level, where=where),
     )
+
+
+# Declared amounts are counts computed from sizes (often through floats): a relative difference
+# below this is rounding, not another workload.
+_SAME_AMOUNT = 1e-9
+
+
+def work_change(
+    baseline: DeclaredWork | None, candidate: DeclaredWork | None
+) -> dict[str, tuple[float, float]]:
+    """The amounts of one call's work declared on both sides that differ: ``{"flops" |
+    "bytes_moved": (baseline, candidate)}``, empty when none does.
+
+    Only amounts both sides declare are compared (declaring bytes where none were declared
+    changes what is known, not the work), and only at the same declared precision: a precision
+    change moves the byte count with the element size, and is judged as a precision change.
+
+    >>> work_change(DeclaredWork(bytes_moved=2e9, precision="fp64"),
+    ...             DeclaredWork(bytes_moved=9.4e9, precision="fp64"))
+    {'bytes_moved': (2000000000.0, 9400000000.0)}
+    >>> work_change(DeclaredWork(bytes_moved=2e9, precision="fp64"),
+    ...             DeclaredWork(bytes_moved=1e9, precision="fp32"))
+    {}
+    """
+    if baseline is None or candidate is None or baseline.precision != candidate.precision:
+        return {}
+    changed: dict[str, tuple[float, float]] = {}
+    for name in ("flops", "bytes_moved"):
+        base, cand = getattr(baseline, name), getattr(candidate, name)
+        if base is None or cand is None:
+            continue
+        if abs(cand - base) > _SAME_AMOUNT * max(abs(base), abs(cand)):
+            changed[name] = (base, cand)
+    return changed

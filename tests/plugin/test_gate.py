@@ -245,6 +245,35 @@ def test_a_precision_change_without_quality_evidence_escalates(
     assert any("no owner is defined" in r for r in test_a["reasons"])
 
 
+def test_a_test_whose_declared_work_grew_is_not_rolled_back_for_taking_longer(
+    gate_project: pytest.Pytester,
+) -> None:
+    # CI: a recalibration sized the example's DRAM arrays 600 MiB where the baseline's were
+    # 128 MiB, and its unchanged copy test, 4.69x the bytes, was rolled back at p50 x4.59
+    # "reproduced on replay". The same code on a larger problem is not a regression.
+    source = """
+        import pytest
+
+        @pytest.mark.roofline(owner="team-a", rollback="revert PR 1")
+        def test_a(roofline, work):
+            roofline.declare(bytes_moved=BYTES, precision="fp64")
+            roofline(work)
+        """
+    gate_project.makepyfile(test_k=source.replace("BYTES", "16 * 2**24"))
+    set_costs(gate_project, test_a={"ms": 1.0})
+    run(gate_project, "--roofline-save=main")
+    gate_project.makepyfile(test_k=source.replace("BYTES", "16 * 600 * 2**17"))
+    set_costs(gate_project, test_a={"ms": 4.69})
+    result, document = run(gate_project, "--roofline-baseline=main")
+    (test_a,) = document["tests"]
+    assert test_a["change"]["p50"]["verdict"] == "regression"  # the timing did change ...
+    assert test_a["decision"] == "escalate", test_a["reasons"]  # ... but it is not the code's
+    assert "bytes moved 268 MB -> 1.26 GB (x4.69)" in test_a["reasons"][0]
+    assert "the baseline timed another workload" in test_a["reasons"][0]
+    assert document["decision"] == "escalate"
+    result.assert_outcomes(passed=1)
+
+
 def test_several_changed_layers_make_a_regression_an_escalation(
     gate_project: pytest.Pytester,
 ) -> None:

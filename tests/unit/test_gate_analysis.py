@@ -18,6 +18,7 @@ from pytest_roofline.gate.evidence import (
     should_replay,
 )
 from pytest_roofline.gate.layers import hardware_difference, layers_changed
+from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.run import replay_command
 from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
@@ -124,6 +125,35 @@ def test_evaluation_places_both_sides_on_the_roofline() -> None:
     assert evidence.baseline_point is not None and evidence.baseline_point.bound == "compute"
     assert evidence.bound_change is not None and not evidence.bound_change.changed
     assert evidence.efficiency_ratio == pytest.approx(1.0, rel=0.05)
+
+
+def test_a_declared_work_that_changed_since_the_baseline_is_evidence_and_decides_no_rollback() -> (
+    None
+):
+    # CI: a recalibration sized the DRAM arrays 600 MiB where the baseline's were 128 MiB; the
+    # unchanged copy test moved 4.69x the bytes, ran 4.6x longer and was rolled back.
+    rng = np.random.default_rng(6)
+    base_work = DeclaredWork(bytes_moved=16 * 2**24, precision="fp64")
+    cand_work = DeclaredWork(bytes_moved=16 * 600 * 2**17, precision="fp64")
+    evidence = evaluate(
+        result("t::copy", samples(rng, 4.69e-3), declared=cand_work),
+        BaselineEntry(samples(rng), base_work, {}),
+        EvidenceContext(replay=0, family_size=1),
+        target=TARGET,
+    )
+    assert evidence.work_change == {"bytes_moved": (base_work.bytes_moved, cand_work.bytes_moved)}
+    assert evidence.comparisons["p50"].outcome == "different"
+    assert evidence.efficiency_ratio == pytest.approx(1.0, rel=0.05)
+    decision = decide_test(evidence)
+    assert decision.decision == "escalate"
+    assert "the baseline timed another workload" in decision.reasons[0]
+    same = evaluate(
+        result("t::copy", samples(rng), declared=base_work),
+        BaselineEntry(samples(rng), base_work, {}),
+        EvidenceContext(replay=0, family_size=1),
+        target=TARGET,
+    )
+    assert same.work_change == {}
 
 
 def test_a_min_efficiency_sla_is_breached_only_when_even_fast_calls_miss_it() -> None:

@@ -189,6 +189,15 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         # The same time on half the declared bytes (fp64 -> fp32): a precision change, not a collapse.
         ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.5, "precision_change": ("fp64", "fp32"), "comparisons": {"p50": comparison("ok", 1.05, 0.95, 1.1, quantile=0.5)}}, "escalate", "declared precision changed fp64 -> fp32 without quality evidence"),
         ({"bound_change": BoundChange(False, True, "memory", "ambiguous", "inside the band")}, "escalate", "bound class may have changed memory -> ambiguous"),
+        # The declared work changed (CI: a recalibration sized the DRAM arrays 600 MiB, not 128):
+        # a reproduced x4.59 past the cap is the larger problem's, and escalates, never rolls back.
+        ({"comparisons": {"p50": comparison("regression", 4.59, 4.4, 4.8, quantile=0.5)}, "replay": REPRODUCED, "history_runs": 1, "same_code": True, "work_change": {"bytes_moved": (2.147e9, 1.0066e10)}, "efficiency_ratio": 1.02}, "escalate", "the declared work of one call changed since the baseline (bytes moved 2.15 GB -> 10.1 GB (x4.69)): the baseline timed another workload, so its timings do not judge this code; p50 x4.590 [4.400, 4.800], x1.02 the baseline's efficiency per unit of work. If the new size is intended, save a new baseline"),
+        # ... nor does an explicit threshold on its timing, and the same timing ships no silence.
+        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}}, "rollback", "above the explicit threshold +5%"),
+        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}, "work_change": {"flops": (2e6, 4e6)}}, "escalate", "FLOPs 2 MFLOP -> 4 MFLOP (x2.00)"),
+        ({"comparisons": {"p95": comparison("ok", 1.0)}, "work_change": {"flops": (2e6, 4e6)}}, "escalate", "FLOPs 2 MFLOP -> 4 MFLOP (x2.00)): the baseline timed another workload"),
+        # Non-timing evidence still decides: a quality regression rolls back.
+        ({"quality": (QualityOutcome("err", 0.1, 0.001, False, 0.01, False),), "work_change": {"bytes_moved": (1e6, 2e6)}}, "rollback", "quality err worsened"),
     ],
 )  # fmt: skip
 def test_evidence_maps_to_a_decision_with_a_reason(

@@ -27,6 +27,7 @@ from pytest_roofline.roofline import (
     normalize_precision,
     place,
     ridge,
+    work_change,
 )
 
 PEAK_F = 100.0  # FLOP/s
@@ -431,3 +432,25 @@ def test_a_bound_change_rejects_an_unknown_class_and_a_missing_intensity() -> No
         bound_change(0.5, 1.0, 10.0, base_class="fast", cand_class="memory")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="`base_intensity` is required"):
         bound_change(None, 1.0, 10.0, base_class="memory", cand_class="memory")
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "changed"),
+    [
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(1e6, 2e6, "fp64"), {}),
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(1e6 * (1 + 1e-12), 2e6, "fp64"), {}),
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(1e6, 8e6, "fp64"), {"bytes_moved": (2e6, 8e6)}),
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(3e6, 8e6, "fp64"), {"flops": (1e6, 3e6), "bytes_moved": (2e6, 8e6)}),
+        (DeclaredWork(0.0, 2e6, "fp64"), DeclaredWork(5.0, 2e6, "fp64"), {"flops": (0.0, 5.0)}),
+        # A precision change moves the bytes with the element size: judged as a precision change.
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(1e6, 1e6, "fp32"), {}),
+        # Declaring bytes where none were declared changes what is known, not the work.
+        (DeclaredWork(1e6, None, "fp64"), DeclaredWork(1e6, 2e6, "fp64"), {}),
+        (None, DeclaredWork(1e6, 2e6, "fp64"), {}),
+        (DeclaredWork(1e6, 2e6, "fp64"), None, {}),
+    ],
+)  # fmt: skip
+def test_work_change_names_the_amounts_declared_on_both_sides_that_differ(
+    base: DeclaredWork | None, cand: DeclaredWork | None, changed: dict[str, tuple[float, float]]
+) -> None:
+    assert work_change(base, cand) == changed
