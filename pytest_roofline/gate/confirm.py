@@ -33,6 +33,7 @@ __all__ = [
     "FirstLook",
     "Judged",
     "autocorrelated",
+    "clears_process_floor",
     "confirmation_blocker",
     "confirmation_from",
     "first_look_margins",
@@ -354,6 +355,35 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
     for number, second in enumerate(again, start=start):
         result = _one_more_pair(result, second, number)
     return result
+
+
+def clears_process_floor(first: Confirmation) -> Confirmation | None:
+    """``first`` (one pair of workers' confirmation of a two-run first look) settled without
+    further pairs, when one DIFFERENT quantile's paired interval lies wholly beyond
+    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs).
+
+    Further pairs guard against one pair's processes, whose layout puts unchanged code off by
+    up to the floor (99% of first pairs on unchanged code); a lower bound beyond it is past
+    anything a layout did there. Two pieces of evidence then stand behind a rollback: the
+    two-run first look, and one pair's interval beyond every process draw. Measured on the
+    stored validation runs (``docs/gate.md``, "Tails"): of 18 first-pair confirmations of
+    unchanged tests in 1,170 A/A test-trials, none had its lower bound beyond the floor, while
+    5 of the 7 tail regressions that a later pair left escalated in run 14d had. ``ab`` keeps
+    asking fresh pairs: there the pair is the only evidence.
+    """
+    if first.state != "confirmed" or first.disputed:
+        return None
+    for name, c in first.comparisons.items():
+        floor = PAIRED_PROCESS_FLOOR.get(name)
+        if floor is None or c.outcome != "different" or not c.ci.low > 1.0 + floor:
+            continue
+        return replace(
+            first,
+            reason=f"{first.reason}; no further pair of worker processes is needed: the {name} "
+            f"interval's lower bound x{c.ci.low:.3f} is beyond x{1.0 + floor:.2f}, what one pair "
+            "of processes puts unchanged code off by",
+        )
+    return None
 
 
 def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Confirmation:

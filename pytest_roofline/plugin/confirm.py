@@ -32,6 +32,7 @@ from pytest_roofline.config.settings import GateSettings, RooflineConfig
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.gate.confirm import (
     ROLLBACK_WORKER_PAIRS,
+    clears_process_floor,
     confirmation_blocker,
     replicated,
 )
@@ -440,9 +441,20 @@ def _measure(
                     continue
                 found[nodeid] = confirm(workers, nodeid)
         # A rollback must not rest on one pair of processes (gate.confirm.replicated): what the
-        # pairs before confirmed, a fresh pair measures again, ROLLBACK_WORKER_PAIRS in all.
+        # pairs before confirmed, a fresh pair measures again, ROLLBACK_WORKER_PAIRS in all,
+        # unless the first pair's interval is beyond any process draw (clears_process_floor).
+        settled = {
+            nodeid: cleared
+            for nodeid in nodeids
+            if (cleared := clears_process_floor(found[nodeid])) is not None
+        }
+        found.update(settled)
         for number in range(2, ROLLBACK_WORKER_PAIRS + 1):
-            again = [nodeid for nodeid in nodeids if found[nodeid].state == "confirmed"]
+            again = [
+                nodeid
+                for nodeid in nodeids
+                if found[nodeid].state == "confirmed" and nodeid not in settled
+            ]
             if not again:
                 break
             pair_s = replica_s(len(again))

@@ -130,14 +130,17 @@ def test_a_slower_commit_is_rolled_back_as_confirmed_by_paired_rounds(repo: Path
     assert test["decision"] == "rollback"
     confirmation = test["confirmation"]
     assert confirmation["state"] == "confirmed"
-    # Three pairs of worker processes measured it, each at least min_pairs
-    # (gate.confirm.replicated, ROLLBACK_WORKER_PAIRS).
-    assert confirmation["pairs"] >= 12
-    assert "reproduced by a second pair of worker processes" in confirmation["reason"]
-    assert "reproduced by a third pair of worker processes" in confirmation["reason"]
-    assert "again on worker pair 3" in done.stdout + done.stderr
-    # Each fresh pair has time of its own, sized to the tests it is asked about.
-    assert re.search(r"again on worker pair 2 for up to \d+ s", done.stdout), done.stdout
+    # Either three pairs of worker processes found it (gate.confirm.replicated), or the first
+    # pair's interval already cleared what one pair puts unchanged code off by
+    # (gate.confirm.clears_process_floor). Which depends on the look the first pair stopped
+    # at: it stops once DIFFERENT, when its interval is often still wide ([1.059, 3.197] at
+    # 4 window pairs here). The x1.12 case below always takes three pairs.
+    reason = confirmation["reason"]
+    if "no further pair of worker processes is needed" in reason:
+        assert "again on worker pair" not in done.stdout + done.stderr
+    else:
+        assert "reproduced by a third pair of worker processes" in reason, reason
+        assert confirmation["pairs"] >= 12
     # The rounds stop at the first look where any asked quantile is DIFFERENT, so which one
     # crossed its boundary first (p50 or a tail, all x3 here) is up to the seeded noise.
     paired = confirmation["change"]
@@ -238,8 +241,8 @@ def test_an_unknown_first_look_on_a_label_too_noisy_to_gate_is_settled_by_paired
 
 @pytest.mark.parametrize(
     ("kernel_ms", "host_slow", "decision"),
-    [("2.5", "1", "rollback"), ("2", "1.25", "ship")],
-    ids=["the-code-got-slower", "the-host-got-slower"],
+    [("2.5", "1", "rollback"), ("2.24", "1", "rollback"), ("2", "1.25", "ship")],
+    ids=["the-code-got-slower", "the-code-got-12pct-slower", "the-host-got-slower"],
 )
 def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_paired_rounds(
     repo: Path, kernel_ms: str, host_slow: str, decision: str
@@ -269,6 +272,16 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
             for r in test["reasons"]
         ), test["reasons"]
         assert done.returncode == 1
+        if kernel_ms == "2.24":
+            # x1.12 lies within what one pair of processes puts unchanged code off by (+18%):
+            # three pairs must each find it (gate.confirm.replicated, ROLLBACK_WORKER_PAIRS),
+            # each fresh pair with time of its own, sized to the tests it is asked about.
+            reason = test["confirmation"]["reason"]
+            assert "reproduced by a second pair of worker processes" in reason, reason
+            assert "reproduced by a third pair of worker processes" in reason, reason
+            assert test["confirmation"]["pairs"] >= 12
+            assert re.search(r"again on worker pair 2 for up to \d+ s", done.stdout), done.stdout
+            assert "again on worker pair 3" in done.stdout + done.stderr
     else:
         # The host's x1.25 falls on both sides of the paired rounds: the first look's SAME stands.
         assert test["confirmation"]["change"]["p50"]["outcome"] == "same"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS, confirmation_from, replicated
+from dataclasses import replace
+
+from pytest_roofline.gate.confirm import (
+    ROLLBACK_WORKER_PAIRS,
+    clears_process_floor,
+    confirmation_from,
+    replicated,
+)
 from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.policy import decide_test
 
@@ -103,3 +110,38 @@ def test_a_confirmation_two_pairs_made_is_carried_on_by_the_third() -> None:
     assert three.state == "inconclusive"
     assert "a third pair of worker processes could not measure it again" in three.reason
     assert "a rollback needs 3 pairs of processes to find it" in three.reason
+
+
+# Run 14d: a p99 x3 tail regression the first pair found at x2.576 [1.333, 2.941] and the third
+# pair did not; beyond PAIRED_PROCESS_FLOOR["p99"] (+27%) no process draw of unchanged code went.
+BEYOND_FLOOR = {"p99": comparison("regression", 2.576, 1.333, 2.941, quantile=0.99)}
+
+
+def test_a_first_pair_interval_beyond_the_process_floor_needs_no_further_pair() -> None:
+    first = confirmation_from(["p99"], BEYOND_FLOOR, command="pytest-roofline ab ...", pairs=12)
+    settled = clears_process_floor(first)
+    assert settled is not None and settled.state == "confirmed"
+    assert (
+        "no further pair of worker processes is needed: the p99 interval's lower bound x1.333 "
+        "is beyond x1.27, what one pair of processes puts unchanged code off by" in settled.reason
+    )
+    decided = decide_test(evidence(comparisons={"p99": BEYOND_FLOOR["p99"]}, confirmation=settled))
+    assert decided.decision == "rollback"
+
+
+def test_an_interval_reaching_into_the_process_floor_still_asks_fresh_pairs() -> None:
+    # x1.22 [1.09, 1.29] at p50: past min_effect, but within what one pair of processes puts
+    # unchanged code off by (+18%): the layout may be all of it.
+    assert clears_process_floor(confirmation(DIFFERENT)) is None
+    inside = {"p99": comparison("regression", 1.9, 1.26, 2.2, quantile=0.99)}
+    assert clears_process_floor(confirmation_from(["p99"], inside, command="c")) is None
+
+
+def test_only_a_confirmed_undisputed_first_pair_is_settled_by_the_floor() -> None:
+    assert clears_process_floor(confirmation(SAME)) is None
+    first = confirmation_from(["p99"], BEYOND_FLOOR, command="c")
+    disputed = replace(first, disputed=True)
+    assert clears_process_floor(disputed) is None
+    # A SAME quantile's interval far above 1 (a margin wider than the floor) settles nothing.
+    wide_same = {"p99": comparison("ok", 1.5, 1.3, 1.6, quantile=0.99)}
+    assert clears_process_floor(confirmation_from(["p99"], wide_same, command="c")) is None
