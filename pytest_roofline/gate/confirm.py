@@ -366,10 +366,11 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
     up to the floor (99% of first pairs on unchanged code); a lower bound beyond it is past
     anything a layout did there. Two pieces of evidence then stand behind a rollback: the
     two-run first look, and one pair's interval beyond every process draw. Measured on the
-    stored validation runs (``docs/gate.md``, "Tails"): of 18 first-pair confirmations of
-    unchanged tests in 1,170 A/A test-trials, none had its lower bound beyond the floor, while
-    5 of the 7 tail regressions that a later pair left escalated in run 14d had. ``ab`` keeps
-    asking fresh pairs: there the pair is the only evidence.
+    stored validation runs (``docs/gate.md``, "Unless the first pair's interval is beyond any
+    process draw"): of 18 first-pair confirmations of unchanged tests in 1,170 A/A
+    test-trials, none had its lower bound beyond the floor, while 5 of the 7 tail regressions
+    that a later pair left escalated in run 14d had. ``ab`` keeps asking fresh pairs: there the
+    pair is the only evidence.
     """
     if first.state != "confirmed" or first.disputed:
         return None
