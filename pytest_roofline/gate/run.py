@@ -281,9 +281,15 @@ def _with_bh(
         ratio, delta = change.ratio, change.delta
         flagged = p_bh < alpha and ratio is not None and delta is not None and ratio >= 1 + delta
         # Paired rounds measured after the first look rule the two-run change out: they, not
-        # the two-run p-values, are the evidence.
-        overturned = record.confirmation is not None and record.confirmation.state == "overturned"
-        if flagged and record.decision == "ship" and not overturned:
+        # the two-run p-values, are the evidence; so do they for this quantile when they found
+        # it SAME while another stayed UNKNOWN (run 15b: a p95 x1.302 first look, BH p 2.5e-14,
+        # paired SAME x1.035 [0.893, 1.102], escalated an A/A run whose tests all shipped).
+        confirmation = record.confirmation
+        ruled_out = confirmation is not None and (
+            confirmation.state == "overturned"
+            or (name in confirmation.change and confirmation.change[name].outcome == "same")
+        )
+        if flagged and record.decision == "ship" and not ruled_out:
             reasons.append(
                 RunConcern(
                     f"{nodeid}: {name} x{ratio:.3f} is significant across the run "

@@ -19,10 +19,11 @@ from pytest_roofline.gate.evidence import (
 )
 from pytest_roofline.gate.layers import hardware_difference, layers_changed
 from pytest_roofline.gate.policy import decide_test
-from pytest_roofline.gate.run import replay_command
+from pytest_roofline.gate.run import _with_bh, replay_command
 from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
+from pytest_roofline.model.document import ConfirmationRecord, QuantileChange, TestRecord
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
 from pytest_roofline.store import RunRecord, Store, StoredResult
@@ -289,3 +290,52 @@ def test_the_first_failing_slice_of_a_group_is_its_smallest_failing_one() -> Non
         "t::k[large]": "escalate",
     }
     assert first_failing_slices(results, decisions) == {"gemm": "t::k[medium]"}
+
+
+def _shipped(confirmation: ConfirmationRecord | None) -> dict[str, TestRecord]:
+    # Run 15b, trial 7: an unchanged test's first-look p95 x1.302 (BH p 2.5e-14) that paired
+    # rounds found SAME (x1.035 [0.893, 1.102]) while its p50 stayed UNKNOWN there: the test
+    # shipped, and the run escalated on the first look's p-value.
+    first_look = QuantileChange(quantile=0.95, ratio=1.302, p_value=1e-15, delta=0.3)
+    others = {
+        f"t::other{i}": TestRecord(
+            nodeid=f"t::other{i}",
+            decision="ship",
+            change={"p95": QuantileChange(quantile=0.95, ratio=1.0, p_value=0.5, delta=0.3)},
+        )
+        for i in range(5)
+    }
+    return {
+        "t::reduction": TestRecord(
+            nodeid="t::reduction",
+            decision="ship",
+            change={"p95": first_look},
+            confirmation=confirmation,
+        ),
+        **others,
+    }
+
+
+@pytest.mark.parametrize(
+    ("paired", "state", "concern"),
+    [
+        (None, None, True),  # nothing measured after the first look: the run says so
+        ("same", "inconclusive", False),  # this quantile's paired rounds rule the change out
+        ("same", "overturned", False),
+        ("unknown", "inconclusive", True),  # the paired rounds did not settle this quantile
+    ],
+)
+def test_a_run_level_bh_flag_yields_to_paired_rounds_that_found_the_quantile_same(
+    paired: str | None, state: str | None, concern: bool
+) -> None:
+    confirmation = (
+        ConfirmationRecord(
+            state=state,
+            change={"p95": QuantileChange(quantile=0.95, ratio=1.035, outcome=paired)},
+        )
+        if paired is not None
+        else None
+    )
+    _, concerns = _with_bh(_shipped(confirmation), alpha=0.05)
+    flagged = [c.reason for c in concerns if c.reason.startswith("t::reduction: p95 x1.302")]
+    assert bool(flagged) == concern, concerns
