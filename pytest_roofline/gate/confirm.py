@@ -17,7 +17,7 @@ out; the git and worker parts live in the plugin.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol
@@ -357,10 +357,15 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
     return result
 
 
-def clears_process_floor(first: Confirmation) -> Confirmation | None:
+def clears_process_floor(
+    first: Confirmation, first_look_different: Collection[str]
+) -> Confirmation | None:
     """``first`` (one pair of workers' confirmation of a two-run first look) settled without
-    further pairs, when one DIFFERENT quantile's paired interval lies wholly beyond
-    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs).
+    further pairs, when a quantile the first look found DIFFERENT (``first_look_different``) is
+    DIFFERENT in the paired rounds too, with its interval wholly beyond
+    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs). A first
+    look that was only UNKNOWN, shifted, drifting or autocorrelated always gets fresh pairs:
+    the pair would then be the only evidence of a regression.
 
     Further pairs guard against one pair's processes, whose layout puts unchanged code off by
     up to the floor (99% of first pairs on unchanged code); a lower bound beyond it is past
@@ -376,7 +381,9 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
         return None
     for name, c in first.comparisons.items():
         floor = PAIRED_PROCESS_FLOOR.get(name)
-        if floor is None or c.outcome != "different" or not c.ci.low > 1.0 + floor:
+        if floor is None or name not in first_look_different or c.outcome != "different":
+            continue
+        if not c.ci.low > 1.0 + floor:
             continue
         return replace(
             first,

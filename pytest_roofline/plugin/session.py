@@ -81,6 +81,7 @@ from pytest_roofline.report.json import render_json
 from pytest_roofline.report.markdown import render_markdown
 from pytest_roofline.report.terminal import memo_text, render_terminal
 from pytest_roofline.revision import collect_tags
+from pytest_roofline.roofline import work_change
 from pytest_roofline.store import Baseline, RunRecord, Store, StoredResult
 from pytest_roofline.vocabulary import fails_run
 
@@ -635,7 +636,10 @@ class RooflineSession:
         regression = is_regression_check(record.change or {})
         settles = regression or self.settings.gate.confirm_time_s != 0
         asked = _asked_quantiles(record, self.settings.gate)
-        if self.confirm_plan.available and asked and settles:
+        # A test whose declared work changed since the baseline is not judged on timing
+        # (gate.policy): paired rounds would spend the confirmation time on nothing.
+        same_work = entry is None or not work_change(entry.declared, measurement.declared)
+        if self.confirm_plan.available and asked and settles and same_work:
             # Decided again at the end of the loop, with paired rounds as evidence: not failed
             # now, since the first look alone establishes neither the regression nor, for an
             # UNKNOWN quantile, its absence.
@@ -737,6 +741,12 @@ class RooflineSession:
             first_look={
                 n: first_look_margins(self.records[n].change or {}, gate.min_effect)
                 for n in nodeids
+            },
+            regressed={
+                n: [
+                    q for q, c in (self.records[n].change or {}).items() if c.outcome == "different"
+                ]
+                for n in required
             },
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,

@@ -232,8 +232,10 @@ def work_change(
     "bytes_moved": (baseline, candidate)}``, empty when none does.
 
     Only amounts both sides declare are compared (declaring bytes where none were declared
-    changes what is known, not the work), and only at the same declared precision: a precision
-    change moves the byte count with the element size, and is judged as a precision change.
+    changes what is known, not the work). Bytes are compared only at the same declared
+    precision: a precision change moves the byte count with the element size, and is judged as
+    a precision change. FLOPs do not depend on the element size: a FLOP count that changed with
+    the precision is another problem size.
 
     >>> work_change(DeclaredWork(bytes_moved=2e9, precision="fp64"),
     ...             DeclaredWork(bytes_moved=9.4e9, precision="fp64"))
@@ -242,10 +244,11 @@ def work_change(
     ...             DeclaredWork(bytes_moved=1e9, precision="fp32"))
     {}
     """
-    if baseline is None or candidate is None or baseline.precision != candidate.precision:
+    if baseline is None or candidate is None:
         return {}
+    same_precision = baseline.precision == candidate.precision
     changed: dict[str, tuple[float, float]] = {}
-    for name in ("flops", "bytes_moved"):
+    for name in ("flops", "bytes_moved") if same_precision else ("flops",):
         base, cand = getattr(baseline, name), getattr(candidate, name)
         if base is None or cand is None:
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -326,7 +327,7 @@ def _shipped(confirmation: ConfirmationRecord | None) -> dict[str, TestRecord]:
     ],
 )
 def test_a_run_level_bh_flag_yields_to_paired_rounds_that_found_the_quantile_same(
-    paired: str | None, state: str | None, concern: bool
+    paired: Any, state: str | None, concern: bool
 ) -> None:
     confirmation = (
         ConfirmationRecord(

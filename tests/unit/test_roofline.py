@@ -444,6 +444,8 @@ def test_a_bound_change_rejects_an_unknown_class_and_a_missing_intensity() -> No
         (DeclaredWork(0.0, 2e6, "fp64"), DeclaredWork(5.0, 2e6, "fp64"), {"flops": (0.0, 5.0)}),
         # A precision change moves the bytes with the element size: judged as a precision change.
         (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(1e6, 1e6, "fp32"), {}),
+        # ... but FLOPs do not depend on it: twice the FLOPs is twice the problem.
+        (DeclaredWork(1e6, 2e6, "fp64"), DeclaredWork(2e6, 2e6, "fp32"), {"flops": (1e6, 2e6)}),
         # Declaring bytes where none were declared changes what is known, not the work.
         (DeclaredWork(1e6, None, "fp64"), DeclaredWork(1e6, 2e6, "fp64"), {}),
         (None, DeclaredWork(1e6, 2e6, "fp64"), {}),
