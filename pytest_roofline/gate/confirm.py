@@ -17,7 +17,7 @@ out; the git and worker parts live in the plugin.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol
@@ -357,33 +357,29 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
     return result
 
 
-def clears_process_floor(
-    first: Confirmation, first_look_different: Collection[str]
-) -> Confirmation | None:
+def clears_process_floor(first: Confirmation) -> Confirmation | None:
     """``first`` (one pair of workers' confirmation of a two-run first look) settled without
-    further pairs, when a quantile the first look found DIFFERENT (``first_look_different``) is
-    DIFFERENT in the paired rounds too, with its interval wholly beyond
-    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs). A first
-    look that was only UNKNOWN, shifted, drifting or autocorrelated always gets fresh pairs:
-    the pair would then be the only evidence of a regression.
+    further pairs, when a quantile DIFFERENT in its paired rounds has its interval wholly beyond
+    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs).
 
     Further pairs guard against one pair's processes, whose layout puts unchanged code off by
     up to the floor (99% of first pairs on unchanged code); a lower bound beyond it is past
-    anything a layout did there. Two pieces of evidence then stand behind a rollback: the
-    two-run first look, and one pair's interval beyond every process draw. Measured on the
-    stored validation runs (``docs/gate.md``, "Unless the first pair's interval is beyond any
-    process draw"): of 18 first-pair confirmations of unchanged tests in 1,170 A/A
-    test-trials, none had its lower bound beyond the floor, while 5 of the 7 tail regressions
-    that a later pair left escalated in run 14d had. ``ab`` keeps asking fresh pairs: there the
-    pair is the only evidence.
+    anything a layout did there. A rollback then rests on that pair's paired interval (and, for
+    a first-look regression, on the two-run first look too). Measured on the stored validation
+    runs (``docs/gate.md``, "Unless the first pair's interval is beyond any process draw"): of
+    the first pairs that measured unchanged tests in 1,170 A/A test-trials (runs 10-14c, about
+    70% of them asked of paired rounds, for a first-look regression, an UNKNOWN, shifted or
+    drifting first look), none had a DIFFERENT
+    quantile's lower bound beyond the floor, and none in run 15b's 150; while 5 of the 7 tail
+    regressions that a later pair left escalated in run 14d had. ``ab`` keeps asking fresh
+    pairs: it measures every test, not those a first look picked, and the A/A evidence for this
+    shortcut comes from two-run sessions.
     """
     if first.state != "confirmed" or first.disputed:
         return None
     for name, c in first.comparisons.items():
         floor = PAIRED_PROCESS_FLOOR.get(name)
-        if floor is None or name not in first_look_different or c.outcome != "different":
-            continue
-        if not c.ci.low > 1.0 + floor:
+        if floor is None or c.outcome != "different" or not c.ci.low > 1.0 + floor:
             continue
         return replace(
             first,

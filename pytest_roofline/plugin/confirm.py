@@ -263,7 +263,6 @@ def confirm_tests(
     confirm_s: float = math.inf,
     replica_s: Callable[[int], float] | None = None,
     first_look: Mapping[str, Mapping[str, float]] | None = None,
-    regressed: Mapping[str, Collection[str]] | None = None,
     clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Confirmation]:
@@ -275,9 +274,6 @@ def confirm_tests(
     :param first_look: node id -> quantile -> the first look's margin
         (:func:`pytest_roofline.gate.confirm.first_look_margins`); a quantile without one is
         judged against ``min_effect``.
-    :param regressed: node id -> the quantiles its first look found DIFFERENT: only a paired
-        confirmation of one of those can skip the further pairs of workers
-        (:func:`pytest_roofline.gate.confirm.clears_process_floor`).
     :param required: the node ids of first-look regressions (default: all): each is measured
         while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
         began; any other only while less than ``settle_s`` have. A test not reached is
@@ -327,7 +323,6 @@ def confirm_tests(
                 confirm_s=confirm_s,
                 replica_s=replica_s or (lambda _tests: confirm_s),
                 first_look=first_look or {},
-                regressed=regressed or {},
                 clock=clock,
                 log=log,
             )
@@ -377,7 +372,6 @@ def _measure(
     confirm_s: float,
     replica_s: Callable[[int], float],
     first_look: Mapping[str, Mapping[str, float]],
-    regressed: Mapping[str, Collection[str]],
     clock: Callable[[], float],
     log: Callable[[str], None],
 ) -> dict[str, Confirmation]:
@@ -452,8 +446,7 @@ def _measure(
         settled = {
             nodeid: cleared
             for nodeid in nodeids
-            if (cleared := clears_process_floor(found[nodeid], regressed.get(nodeid, ())))
-            is not None
+            if (cleared := clears_process_floor(found[nodeid])) is not None
         }
         found.update(settled)
         for number in range(2, ROLLBACK_WORKER_PAIRS + 1):

@@ -742,12 +742,6 @@ class RooflineSession:
                 n: first_look_margins(self.records[n].change or {}, gate.min_effect)
                 for n in nodeids
             },
-            regressed={
-                n: [
-                    q for q, c in (self.records[n].change or {}).items() if c.outcome == "different"
-                ]
-                for n in required
-            },
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},
             commit=plan.commit,
             rootdir=self.settings.rootdir,

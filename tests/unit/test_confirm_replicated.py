@@ -119,7 +119,7 @@ BEYOND_FLOOR = {"p99": comparison("regression", 2.576, 1.333, 2.941, quantile=0.
 
 def test_a_first_pair_interval_beyond_the_process_floor_needs_no_further_pair() -> None:
     first = confirmation_from(["p99"], BEYOND_FLOOR, command="pytest-roofline ab ...", pairs=12)
-    settled = clears_process_floor(first, {"p99"})
+    settled = clears_process_floor(first)
     assert settled is not None and settled.state == "confirmed"
     assert (
         "no further pair of worker processes is needed: the p99 interval's lower bound x1.333 "
@@ -132,25 +132,16 @@ def test_a_first_pair_interval_beyond_the_process_floor_needs_no_further_pair() 
 def test_an_interval_reaching_into_the_process_floor_still_asks_fresh_pairs() -> None:
     # x1.22 [1.09, 1.29] at p50: past min_effect, but within what one pair of processes puts
     # unchanged code off by (+18%): the layout may be all of it.
-    assert clears_process_floor(confirmation(DIFFERENT), {"p50"}) is None
+    assert clears_process_floor(confirmation(DIFFERENT)) is None
     inside = {"p99": comparison("regression", 1.9, 1.26, 2.2, quantile=0.99)}
-    assert clears_process_floor(confirmation_from(["p99"], inside, command="c"), {"p99"}) is None
+    assert clears_process_floor(confirmation_from(["p99"], inside, command="c")) is None
 
 
 def test_only_a_confirmed_undisputed_first_pair_is_settled_by_the_floor() -> None:
-    assert clears_process_floor(confirmation(SAME), {"p50"}) is None
+    assert clears_process_floor(confirmation(SAME)) is None
     first = confirmation_from(["p99"], BEYOND_FLOOR, command="c")
     disputed = replace(first, disputed=True)
-    assert clears_process_floor(disputed, {"p99"}) is None
+    assert clears_process_floor(disputed) is None
     # A SAME quantile's interval far above 1 (a margin wider than the floor) settles nothing.
     wide_same = {"p99": comparison("ok", 1.5, 1.3, 1.6, quantile=0.99)}
-    assert clears_process_floor(confirmation_from(["p99"], wide_same, command="c"), {"p99"}) is None
-
-
-def test_a_pair_settles_alone_only_a_quantile_the_first_look_found_different() -> None:
-    # A first look that was UNKNOWN (or shifted, drifting, autocorrelated) at p99: the pair
-    # would be the only evidence of the regression, so fresh pairs must find it too.
-    first = confirmation_from(["p99"], BEYOND_FLOOR, command="c")
-    assert clears_process_floor(first, ()) is None
-    assert clears_process_floor(first, {"p95"}) is None
-    assert clears_process_floor(first, {"p99"}) is not None
+    assert clears_process_floor(confirmation_from(["p99"], wide_same, command="c")) is None
