@@ -787,7 +787,17 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 "sides alike"
             )
         else:
-            escalate.append(f"{text}: the quantiles are not stable")
+            # Say why paired rounds did not settle it (e.g. gate.confirm_time ran out first),
+            # as an UNKNOWN first look does: otherwise the reader cannot tell.
+            confirmation = e.confirmation
+            escalate.append(
+                f"{text}: the quantiles are not stable"
+                + (
+                    f" (not settled by paired rounds: {confirmation.reason})"
+                    if confirmation is not None and confirmation.reason
+                    else ""
+                )
+            )
     if e.soak is not None:
         # A soak's drift or throttling onset escalates, never rolls back: it is measured within
         # one run against its own first windows, where host speed moves too (docs/noise.md), and
