@@ -6,6 +6,7 @@ Windows are built here (seeded samples, scripted canary judgements); no worker r
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from pytest_roofline.ab.analysis import (
     regressed,
     replication,
 )
-from pytest_roofline.ab.pairs import pair_severity, paired_windows, pairs_to_drop
+from pytest_roofline.ab.pairs import DROP_FLOORS, pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
 from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.config.sla import SlaSpec
@@ -57,10 +58,38 @@ def test_a_pair_is_disturbed_when_either_sides_window_is() -> None:
     assert pair_severity(QUIET, QUIET) is None
     assert pair_severity(None, None) is None  # canary off: nothing says the host moved
     assert pair_severity(judgement("unread"), QUIET) is None
-    assert pair_severity(QUIET, judgement("disturbed", 2.4)) == pytest.approx(2.0)
+    # Severity counts floors in log units: x2.4 against a floor of x1.2 is log 2.4 / log 1.2.
+    assert pair_severity(QUIET, judgement("disturbed", 2.4)) == pytest.approx(4.8017, abs=1e-4)
     assert pair_severity(judgement("disturbed", 1.8), judgement("disturbed", 3.6)) == (
-        pytest.approx(3.0)
+        pytest.approx(math.log(3.6) / math.log(1.2))
     )
+
+
+def test_a_window_just_past_its_floor_does_not_cost_its_pair() -> None:
+    # Twelve looks a pair (two sides, before and after, three kinds): one floor flagged 36% of
+    # quiet A/A pairs. Only a reading past two floors (x1.44 for a floor of x1.2) drops one.
+    just_past = judgement("disturbed", 1.3)
+    assert just_past.disturbed  # still reported as disturbed
+    assert pair_severity(QUIET, just_past) is None
+    assert pair_severity(just_past, judgement("disturbed", 1.43)) is None
+    assert pair_severity(QUIET, judgement("disturbed", 1.45)) == pytest.approx(
+        math.log(1.45) / math.log(1.2)
+    )
+    assert DROP_FLOORS == 2.0
+
+
+def test_a_disturbed_window_without_figures_counts_as_the_worst() -> None:
+    bare = WindowJudgement(
+        test_id=NODEID,
+        state="disturbed",
+        ratios_before={},
+        ratios_after={},
+        floors={},
+        disturbed_kinds=("gemm",),
+        opened_at_s=0.0,
+        closed_at_s=0.1,
+    )
+    assert pair_severity(QUIET, bare) == math.inf
 
 
 def test_every_disturbed_pair_is_dropped_while_enough_pairs_remain() -> None:
