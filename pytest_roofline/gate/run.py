@@ -259,17 +259,20 @@ def judge_test(
 def _with_bh(
     records: Mapping[str, TestRecord], alpha: float
 ) -> tuple[dict[str, TestRecord], list[RunConcern]]:
-    """Benjamini-Hochberg over every comparison of the run (``p_bh`` on each change).
+    """Benjamini-Hochberg over every assessed comparison of the run (``p_bh`` on each change).
 
     Returns the records with ``p_bh`` set and run-level concerns for tests the procedure flags
     although their own decision ships (the per-test bound decides; BH is reported), each with
     the command that measures the test again.
     """
+    # A quantile the test could not assess (too few samples, autocorrelated, degenerate) is
+    # reported "not assessed"; its p-value is no evidence, so it is not in the family (a README
+    # run escalated on a p99 of 18 baseline samples, 299 needed).
     keys = [
         (nodeid, name)
         for nodeid, record in records.items()
         for name, change in (record.change or {}).items()
-        if change.p_value is not None
+        if change.p_value is not None and change.verdict != "insufficient"
     ]
     adjusted = stats.bh_adjust([records[n].change[q].p_value for n, q in keys])  # type: ignore[index,arg-type]
     out = dict(records)

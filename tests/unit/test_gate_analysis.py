@@ -340,3 +340,21 @@ def test_a_run_level_bh_flag_yields_to_paired_rounds_that_found_the_quantile_sam
     _, concerns = _with_bh(_shipped(confirmation), alpha=0.05)
     flagged = [c.reason for c in concerns if c.reason.startswith("t::reduction: p95 x1.302")]
     assert bool(flagged) == concern, concerns
+
+
+def test_a_quantile_the_test_could_not_assess_does_not_count_across_the_run() -> None:
+    # A README run: test_parse_and_sort[lines-1000] has 18 baseline samples; its p99 (299
+    # needed) was "not assessed" and the test shipped, yet its p-value entered the run's
+    # Benjamini-Hochberg family and escalated the run ("p99 x4.261 is significant across the
+    # run (BH p = 0.0273)"). A quantile without the samples to be compared is no evidence here.
+    unassessed = QuantileChange(
+        quantile=0.99, ratio=4.261, p_value=1e-6, delta=0.6, verdict="insufficient"
+    )
+    records = _shipped(None)
+    records["t::parse"] = TestRecord(nodeid="t::parse", decision="ship", change={"p99": unassessed})
+    out, concerns = _with_bh(records, alpha=0.05)
+    assert not [c for c in concerns if c.reason.startswith("t::parse")], concerns
+    assert out["t::parse"].change["p99"].p_bh is None  # not in the family, so no adjusted p
+    # The assessed quantiles are still adjusted and flagged as before.
+    assert out["t::reduction"].change["p95"].p_bh is not None
+    assert [c for c in concerns if c.reason.startswith("t::reduction: p95 x1.302")]
