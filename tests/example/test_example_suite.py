@@ -98,7 +98,11 @@ def test_the_demo_shows_every_decision_of_its_table(tmp_path: Path) -> None:
         assert candidate["decision"] == "escalate", candidate["reasons"]
         gemm = [t for t in candidate["tests"] if t["nodeid"].startswith("test_gemm.py::")]
         assert gemm and all(t["decision"] == "escalate" for t in gemm)
-        assert all(any("host" in r for r in t["reasons"]) for t in gemm), [
+        # The host is named as the canary's "host disturbed", or as the contention the test
+        # saw ("other processes used 51% of the machine's CPU ...", a CI run of 2026-12-02
+        # under xdist) or its descheduling.
+        host_evidence = ("host", "other processes used", "descheduled")
+        assert all(any(h in r for h in host_evidence for r in t["reasons"]) for t in gemm), [
             t["reasons"] for t in gemm
         ]
     assert retagged["decision"] == "escalate"
