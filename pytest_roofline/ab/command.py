@@ -387,6 +387,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             "min_pairs": settings.min_pairs,
             "max_pairs": settings.max_pairs,
             "look_every": settings.look_every,
+            "layout_shift_bytes": settings.layout_shift_bytes,
         },
         pairs_dropped=sum(len(t.dropped) for t in tests.values()),
         startup_s=workers.startup_s,

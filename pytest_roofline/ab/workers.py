@@ -46,6 +46,7 @@ from pytest_roofline.errors import RooflineError
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
 __all__ = [
+    "LAYOUT_SHIFT_BYTES",
     "SIDES",
     "CollectInfo",
     "PairedWorkers",
@@ -63,8 +64,14 @@ __all__ = [
 Side = Literal["baseline", "candidate"]
 SIDES: tuple[Side, Side] = ("baseline", "candidate")
 WORKER_MODULE = "pytest_roofline.plugin.ab_worker"
-PROTOCOL_VERSION = 2  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
+PROTOCOL_VERSION = 3  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
 _TAIL_CHARS = 3000
+# Up to 4 MiB (1024 pages) of heap before each window. Measured on the 2-vCPU VM
+# (benchmarks/layout_shift.py): two fresh workers alternating np.add windows over 200 000
+# float64 arrays allocated per window differed by a log ratio of sd 0.097 over 16 runs without
+# a shift (5 beyond x0.92-x1.08), 0.024 (none) with up to 4 MiB, and 0.032 (1 of 25) with up to
+# 1 MiB (docs/paired.md, "Where a window's memory lands").
+LAYOUT_SHIFT_BYTES = 4 << 20
 
 ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray]], bool]
 """``should_continue(nodeid, base_windows, cand_windows)``: whether test ``nodeid`` needs more
@@ -134,6 +141,10 @@ class WindowSettings:
         ``min_pairs`` (:func:`pytest_roofline.ab.pairs.pairs_to_drop`).
     :param max_replacements: pairs run beyond ``max_pairs`` to replace dropped ones (``None``:
         half of ``max_pairs``), so a disturbed host costs time before it costs the decision.
+    :param layout_shift_bytes: the largest heap block a worker holds through a window, drawn
+        uniformly per window (0: none), so that where a test's memory lands is drawn again in
+        every window rather than once per process (``plugin.ab_worker``; docs/paired.md, "Where
+        a process's arrays land").
     """
 
     window_s: float = 0.2
@@ -146,6 +157,7 @@ class WindowSettings:
     start_timeout_s: float = 300.0
     drop_disturbed: bool = True
     max_replacements: int | None = None
+    layout_shift_bytes: int = LAYOUT_SHIFT_BYTES
 
     @property
     def replacement_limit(self) -> int:
@@ -163,6 +175,8 @@ class WindowSettings:
             )
         if self.look_every < 1:
             raise ValueError(f"look_every must be at least 1, got {self.look_every}")
+        if self.layout_shift_bytes < 0:
+            raise ValueError(f"layout_shift_bytes must be >= 0, got {self.layout_shift_bytes}")
         if self.max_replacements is not None and self.max_replacements < 0:
             raise ValueError(f"max_replacements must be >= 0, got {self.max_replacements}")
         if self.rewarm_s < 0 or (self.first_warmup_s is not None and self.first_warmup_s < 0):
@@ -194,7 +208,8 @@ class Window:
     ``started_ns``/``finished_ns`` are the worker's ``time.monotonic_ns()`` around the test's
     protocol run (set-up, sampling, teardown): one clock for both workers on Linux and macOS.
     ``canary`` is the worker's host canary judgement of the window (``None``: canary off) and
-    ``canary_s`` the time its readings took, outside the window.
+    ``canary_s`` the time its readings took, outside the window; ``layout_shift_bytes`` the
+    heap block the worker held through it (where the test's memory landed this time).
     """
 
     side: Side
@@ -213,6 +228,7 @@ class Window:
     result: Mapping[str, Any]
     canary: WindowJudgement | None = None
     canary_s: float = 0.0
+    layout_shift_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -362,6 +378,7 @@ class _Worker:
                 "stderr_path": str(self.stderr_path),
                 "rewarm_s": settings.rewarm_s,
                 "first_warmup_s": settings.first_warmup_s,
+                "layout_shift_bytes": settings.layout_shift_bytes,
             }
         )
         self._started = started
@@ -760,6 +777,7 @@ def _window(
             WindowJudgement.from_dict(json.loads(reply["canary"])) if reply.get("canary") else None
         ),
         canary_s=float(reply.get("canary_s") or 0.0),
+        layout_shift_bytes=int(reply.get("layout_shift_bytes") or 0),
     )
 
 

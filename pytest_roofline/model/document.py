@@ -733,7 +733,9 @@ class PairedRun(Record):
 
     0.2.0 (persistent workers): ``round_seconds`` holds, per window pair and side, the seconds
     that side's windows took over all tests; ``windows`` the alternation's settings
-    (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``); ``pairs_dropped`` the pairs
+    (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``, and since stop 26
+    ``layout_shift_bytes``, the largest heap block a worker held through a window);
+    ``pairs_dropped`` the pairs
     left out for a disturbed host over all tests; ``startup_s`` the workers' start and
     collection; ``canary_s`` the time of the canary readings around the windows;
     ``worker_env`` the environment variables ``ab`` set in both workers because the user had

@@ -37,6 +37,16 @@ drops pairs disturbed on either side (:mod:`pytest_roofline.ab.pairs`). The cana
 under ``--roofline-no-canary`` and under a fake clock without a canary hook (the judgement is
 then ``None``).
 
+Where a window's memory lands (issue 10): before each window the worker allocates a block of a
+random size (uniform up to ``layout_shift_bytes``, 4 MiB from ``ab``; made of pieces under
+glibc's smallest mmap threshold, so they come from the heap) and holds it through the window.
+Everything the test and its function-scoped fixtures allocate then lands at a new offset and on
+other physical pages in every window, instead of on the same freed heap memory each time, which
+each process draws once: without it, one worker ran an ``np.add`` over 200 000 float64 up to
+about 20% faster or slower than the other for its whole life, and fresh worker pairs could
+agree (docs/paired.md, "Where a window's memory lands"). The draw uses a generator of its own,
+never the test's ``random`` state.
+
 Between windows of one test only function-scoped fixtures are torn down: the test's module,
 class and session fixtures stay set up as in an ordinary run, and are torn down when a window
 for a test outside them arrives, or at ``stop``.
@@ -51,6 +61,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import sys
 import time
 import traceback
@@ -61,12 +72,16 @@ if TYPE_CHECKING:
     import pytest
     from execnet import Channel
 
-__all__ = ["PROTOCOL_VERSION", "WindowServer", "serve"]
+__all__ = ["PROTOCOL_VERSION", "WindowServer", "layout_shift", "serve"]
 
-PROTOCOL_VERSION = 2  # 2: canary judgement per window; tags, target, machine at collection
+PROTOCOL_VERSION = 3  # 2: canary judgement per window; tags, target, machine at collection;
+# 3: a heap block of random size held through each window ("layout_shift_bytes")
 # Longest message text sent back (a traceback); the controller shows it as is.
 _MESSAGE_CHARS = 4000
 REPORT_ATTRIBUTE = "roofline"  # pytest_roofline.plugin.session.REPORT_ATTRIBUTE
+# Pieces of the layout shift: under glibc's initial mmap threshold (128 KiB), so malloc serves
+# them from the heap and the test's allocations after them move.
+_SHIFT_PIECE_BYTES = 64 * 1024
 
 
 def _text(longrepr: object) -> str:
@@ -86,12 +101,22 @@ class WindowServer:
     :param rewarm_s: warm-up of every window after a test's first.
     :param first_warmup_s: warm-up of a test's first window; ``None`` takes the plugin's
         (``roofline_warmup``, default 0.05 s).
+    :param layout_shift_bytes: the largest heap block held through a window (0: none).
     """
 
-    def __init__(self, channel: Channel, *, rewarm_s: float, first_warmup_s: float | None) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        *,
+        rewarm_s: float,
+        first_warmup_s: float | None,
+        layout_shift_bytes: int = 0,
+    ) -> None:
         self.channel = channel
         self.rewarm_s = rewarm_s
         self.first_warmup_s = first_warmup_s
+        self.layout_shift_bytes = layout_shift_bytes
+        self._layout_rng = random.Random()  # its own state: the test's random module is not touched
         self.session: pytest.Session | None = None
         self._collect_errors: list[str] = []
         self._reports: list[pytest.TestReport] = []
@@ -237,6 +262,7 @@ class WindowServer:
             warmup = float(item.config.stash[SESSION_KEY].settings.warmup_s)
         item.stash[WINDOW_KEY] = SamplingWindow(budget_s=seconds, warmup_s=warmup)
         canary = self._canary(item)
+        shift = layout_shift(self._layout_rng, self.layout_shift_bytes)
         canary_began = time.monotonic_ns()
         opened = canary.open_window(item.nodeid) if canary is not None else None
         canary_ns = time.monotonic_ns() - canary_began
@@ -248,6 +274,8 @@ class WindowServer:
         finally:
             finished = time.monotonic_ns()
             del item.stash[WINDOW_KEY]
+            shift_bytes = sum(len(piece) for piece in shift)
+            del shift
         judgement = None
         if canary is not None and opened is not None:
             judgement = canary.close_window(opened)
@@ -261,6 +289,7 @@ class WindowServer:
             "warmup_requested_s": warmup,
             "canary": json.dumps(judgement.to_dict()) if judgement is not None else None,
             "canary_s": canary_ns / 1e9,
+            "layout_shift_bytes": shift_bytes,
         }
         for report in reports:
             if report.failed:
@@ -325,6 +354,18 @@ class WindowServer:
         }
 
 
+def layout_shift(rng: random.Random, max_bytes: int) -> list[bytearray]:
+    """A heap block of a size drawn uniformly from 0 to ``max_bytes``, in pieces that malloc
+    serves from the heap: what a window allocates while it is held lands after it."""
+    if max_bytes <= 0:
+        return []
+    total = rng.randrange(max_bytes + 1)
+    return [
+        bytearray(min(_SHIFT_PIECE_BYTES, total - start))
+        for start in range(0, total, _SHIFT_PIECE_BYTES)
+    ]
+
+
 def serve(channel: Channel) -> None:
     """Run one worker on ``channel`` (what the module does when execnet executes it)."""
     boot = channel.receive()
@@ -349,7 +390,10 @@ def serve(channel: Channel) -> None:
     import pytest
 
     plugin = WindowServer(
-        channel, rewarm_s=float(boot["rewarm_s"]), first_warmup_s=boot.get("first_warmup_s")
+        channel,
+        rewarm_s=float(boot["rewarm_s"]),
+        first_warmup_s=boot.get("first_warmup_s"),
+        layout_shift_bytes=int(boot.get("layout_shift_bytes") or 0),
     )
     status = pytest.main(list(boot["args"]), plugins=[plugin])
     channel.send(("exited", int(status)))

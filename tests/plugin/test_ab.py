@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline.ab import load_paired
+from pytest_roofline.ab.workers import LAYOUT_SHIFT_BYTES
 from pytest_roofline.cli import main
 from pytest_roofline.store import Store
 
@@ -99,6 +100,7 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert sides == ["baseline", "candidate", "candidate", "baseline"] * 2
     assert run["paired"]["windows"] == {
         "window_s": 0.05, "min_pairs": 4, "max_pairs": 4, "look_every": 2,
+        "layout_shift_bytes": LAYOUT_SHIFT_BYTES,
     }  # fmt: skip
     assert run["paired"]["pairs_dropped"] == 0  # min_pairs = max_pairs: nothing can go
     assert run["paired"]["baseline_commit"] == git(repo, "rev-parse", "HEAD~1").strip()
@@ -339,6 +341,9 @@ def test_the_workers_idle_blas_threads_stop_spinning_unless_the_user_chose_other
     assert document["run"]["paired"].get("worker_env", {}) == recorded
     html = (root / "out.html").read_text()
     assert ("OPENBLAS_THREAD_TIMEOUT=20" in html) is (user_value is None)
+    # The heap shift of every window is on by default, and both outputs say so.
+    assert document["run"]["paired"]["windows"]["layout_shift_bytes"] == LAYOUT_SHIFT_BYTES
+    assert "random, up to 4096 KiB" in html
 
 
 def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(

@@ -8,6 +8,7 @@ are 20 ms; nothing here asserts on speed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import sys
@@ -20,6 +21,7 @@ import pytest
 from pytest_roofline.ab.workers import (
     PairedWorkers,
     SideSpec,
+    TestWindows,
     WindowSettings,
     WorkerError,
     pair_order,
@@ -37,6 +39,7 @@ PACKAGE = "SIDE = {side}\nN = {n}\n\n\ndef work():\n    return sum(i * i for i i
 TESTS = """
 import os
 
+import numpy as np
 import pytest
 
 import sidepkg
@@ -75,6 +78,12 @@ def test_other(roofline):
 def test_fails_on_candidate(roofline):
     assert sidepkg.SIDE == 1, "broken on this side"
     roofline(sidepkg.work)
+
+
+def test_fresh_memory(roofline):
+    fresh = np.empty(8192)  # 64 KiB: from the heap, where the window's layout shift leaves it
+    roofline(sidepkg.work)
+    roofline.record_quality("address", float(fresh.ctypes.data), higher_is_better=True)
 
 
 def test_not_measured():
@@ -188,6 +197,39 @@ def test_each_window_brings_back_its_sides_samples(workers: PairedWorkers) -> No
         # The first window of a test on each side warms up for first_warmup_s, later ones
         # for rewarm_s (the warm-up loop runs until its time is spent).
         assert window.warmup_s >= (FAST.first_warmup_s if window.index == 0 else FAST.rewarm_s)
+
+
+def addresses(test: TestWindows, side: str) -> list[float]:
+    return [
+        w.result["measurement"]["quality"]["address"]["value"]
+        for w in test.windows
+        if w.side == side
+    ]
+
+
+def test_each_window_allocates_after_a_heap_block_of_its_own_random_size(
+    workers: PairedWorkers,
+) -> None:
+    test = workers.measure_test("tests/test_perf.py::test_fresh_memory")
+    for side in ("baseline", "candidate"):
+        shifts = [w.layout_shift_bytes for w in test.windows if w.side == side]
+        assert all(0 <= s <= FAST.layout_shift_bytes for s in shifts)
+        assert len(set(shifts)) == len(shifts) == 4
+        # So the test's fresh array moves between windows (it may still land in a free hole of
+        # the heap that some shifts leave alone, so not necessarily in all four; without the
+        # shift, the test below, windows after the first all get the same address).
+        assert len(set(addresses(test, side)[1:])) >= 2
+
+
+def test_without_the_shift_a_worker_serves_each_window_the_same_memory(
+    sides: tuple[Path, Path],
+) -> None:
+    fixed = dataclasses.replace(FAST, layout_shift_bytes=0)
+    with PairedWorkers(spec("baseline", sides[0]), spec("candidate", sides[1]), fixed) as running:
+        test = running.measure_test("tests/test_perf.py::test_fresh_memory")
+    assert {w.layout_shift_bytes for w in test.windows} == {0}
+    for side in ("baseline", "candidate"):
+        assert len(set(addresses(test, side)[1:])) == 1
 
 
 def test_module_fixtures_persist_across_windows_and_function_fixtures_are_fresh(

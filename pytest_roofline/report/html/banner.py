@@ -135,6 +135,17 @@ def paired_method(run: RunInfo) -> tuple[Fact, ...]:
             f"({format_seconds(info.budget_per_round_s)} a round)",
         ),
     ]
+    shift = info.windows.get("layout_shift_bytes")
+    if shift is not None:
+        facts.append(
+            Fact(
+                "Heap shift per window",
+                f"random, up to {int(shift) // 1024} KiB (where a test's memory lands is drawn"
+                " again every window)"
+                if shift
+                else "off (each worker's memory layout is drawn once)",
+            )
+        )
     if info.worker_env:
         facts.append(
             Fact(
