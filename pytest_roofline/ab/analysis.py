@@ -384,8 +384,9 @@ def replication(
 ) -> Confirmation:
     """A regression the first pair of workers found, measured again by fresh pairs.
 
-    One pair of workers is one process per side, and a process can run a test 10-30% off for
-    its whole life (``gate.confirm.replicated``); so ``ab`` rolls a test back only if every
+    One pair of workers is one process per side, and a process could run a test 10-30% off for
+    its whole life (``gate.confirm.replicated``; the heap shift of every window now removes most
+    of that for memory allocated in the window); so ``ab`` rolls a test back only if every
     fresh pair (``ROLLBACK_WORKER_PAIRS`` in all) finds the regression too. A pair that failed
     or measured nothing leaves it unconfirmed.
 

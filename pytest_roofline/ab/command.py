@@ -21,7 +21,8 @@ steps:
    test that runs to the maximum spends the budget per side that ``--budget`` (or its marker)
    names.
 5. Measure every test the windows found regressed again, on fresh pairs of workers: one
-   process can run a test 10-30% off for its whole life, so a rollback rests on three pairs
+   process could run a test 10-30% off for its whole life (the heap shift of every window now
+   removes most of that; memory allocated once stays each process's), so a rollback rests on three pairs
    (``ROLLBACK_WORKER_PAIRS``, :func:`~pytest_roofline.ab.analysis.replication`), each fresh
    pair measuring only what every pair before it found; a test one pair does not find escalates.
 6. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's

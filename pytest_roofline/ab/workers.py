@@ -144,7 +144,7 @@ class WindowSettings:
     :param layout_shift_bytes: the largest heap block a worker holds through a window, drawn
         uniformly per window (0: none), so that where a test's memory lands is drawn again in
         every window rather than once per process (``plugin.ab_worker``; docs/paired.md, "Where
-        a process's arrays land").
+        a window's memory lands").
     """
 
     window_s: float = 0.2

@@ -341,9 +341,12 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
     own (where its arrays landed): measured here, an unchanged elementwise test ran 10-30% off
     in one side's process for its whole life in about half of A/A runs, and at 12 window pairs
     a second fresh pair agreed with the first in 4 of 32 runs (``docs/paired.md``, "Where a
-    process's arrays land"). So a regression the first pair of workers confirms is measured
-    again by fresh pairs, ``again`` in order (the second pair, the third, ...), and stays
-    confirmed only while every one of them finds it too; the first that does not (or could not
+    process's arrays land"). The workers now shift the heap before every window
+    (``plugin.ab_worker.layout_shift``), which draws that layout again per window for what a
+    test allocates inside it; memory allocated once is still each process's own. So a
+    regression the first pair of workers confirms is measured again by fresh pairs, ``again``
+    in order (the second pair, the third, ...), and stays confirmed only while every one of
+    them finds it too; the first that does not (or could not
     measure it) makes the test ``inconclusive`` (escalated), the reason naming what each found.
     Anything the first pair did not confirm is returned as it is, and later pairs are ignored
     once one disagreed.

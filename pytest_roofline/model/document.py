@@ -41,6 +41,10 @@ Readers ignore keys they do not know.
   ``schema_version`` stays 1: a reader without the key misreads nothing (a soak's escalation is
   in ``decision`` and ``reasons`` as every other one).
 
+* Issue 10 (unreleased, schema 1 still) adds ``run.paired.windows.layout_shift_bytes``: the
+  largest heap block of random size ``ab``'s workers held through each window (0: none).
+  ``schema_version`` stays 1: a reader without the key misreads nothing.
+
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
 """
@@ -733,9 +737,8 @@ class PairedRun(Record):
 
     0.2.0 (persistent workers): ``round_seconds`` holds, per window pair and side, the seconds
     that side's windows took over all tests; ``windows`` the alternation's settings
-    (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``, and since stop 26
-    ``layout_shift_bytes``, the largest heap block a worker held through a window);
-    ``pairs_dropped`` the pairs
+    (``window_s``, ``min_pairs``, ``max_pairs``, ``look_every``, ``layout_shift_bytes``: the
+    largest heap block a worker held through a window); ``pairs_dropped`` the pairs
     left out for a disturbed host over all tests; ``startup_s`` the workers' start and
     collection; ``canary_s`` the time of the canary readings around the windows;
     ``worker_env`` the environment variables ``ab`` set in both workers because the user had

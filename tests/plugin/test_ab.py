@@ -343,7 +343,7 @@ def test_the_workers_idle_blas_threads_stop_spinning_unless_the_user_chose_other
     assert ("OPENBLAS_THREAD_TIMEOUT=20" in html) is (user_value is None)
     # The heap shift of every window is on by default, and both outputs say so.
     assert document["run"]["paired"]["windows"]["layout_shift_bytes"] == LAYOUT_SHIFT_BYTES
-    assert "random, up to 4096 KiB" in html
+    assert "random, up to 4 MiB" in html
 
 
 def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import platform
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -207,20 +208,30 @@ def addresses(test: TestWindows, side: str) -> list[float]:
     ]
 
 
+# Where malloc puts a freed-and-reallocated block is glibc's behaviour; another allocator may
+# differ, and the shift's pieces are sized for glibc's mmap threshold.
+GLIBC = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc placement")
+
+
+@GLIBC
 def test_each_window_allocates_after_a_heap_block_of_its_own_random_size(
     workers: PairedWorkers,
 ) -> None:
     test = workers.measure_test("tests/test_perf.py::test_fresh_memory")
+    drawn = {}
     for side in ("baseline", "candidate"):
         shifts = [w.layout_shift_bytes for w in test.windows if w.side == side]
         assert all(0 <= s <= FAST.layout_shift_bytes for s in shifts)
         assert len(set(shifts)) == len(shifts) == 4
+        drawn[side] = shifts
         # So the test's fresh array moves between windows (it may still land in a free hole of
         # the heap that some shifts leave alone, so not necessarily in all four; without the
-        # shift, the test below, windows after the first all get the same address).
+        # shift, the test below, later windows mostly get the same address).
         assert len(set(addresses(test, side)[1:])) >= 2
+    assert drawn["baseline"] != drawn["candidate"]  # each worker draws its own sizes
 
 
+@GLIBC
 def test_without_the_shift_a_worker_serves_each_window_the_same_memory(
     sides: tuple[Path, Path],
 ) -> None:
@@ -229,7 +240,10 @@ def test_without_the_shift_a_worker_serves_each_window_the_same_memory(
         test = running.measure_test("tests/test_perf.py::test_fresh_memory")
     assert {w.layout_shift_bytes for w in test.windows} == {0}
     for side in ("baseline", "candidate"):
-        assert len(set(addresses(test, side)[1:])) == 1
+        # The freed block is handed back: most later windows get the same address (a small
+        # object the worker keeps between windows can move one of them).
+        later = addresses(test, side)[1:]
+        assert max(later.count(address) for address in later) >= 2
 
 
 def test_module_fixtures_persist_across_windows_and_function_fixtures_are_fresh(

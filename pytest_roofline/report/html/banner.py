@@ -115,6 +115,18 @@ def design_text(run: RunInfo) -> str | None:
     return f"paired, {rounds} rounds (ABBA)" + (f" against {ref}" if ref else "")
 
 
+def _binary_bytes(count: int) -> str:
+    """``4 MiB``, ``64 KiB``, ``512 B``: a memory size in the unit the allocator thinks in.
+
+    >>> _binary_bytes(4 << 20), _binary_bytes(96 * 1024), _binary_bytes(1536 * 1024), _binary_bytes(512)
+    ('4 MiB', '96 KiB', '1.5 MiB', '512 B')
+    """
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count} B"
+
+
 def paired_method(run: RunInfo) -> tuple[Fact, ...]:
     """What a reviewer needs to know about a paired run's design (empty for two-run designs)."""
     info = run.paired
@@ -140,7 +152,7 @@ def paired_method(run: RunInfo) -> tuple[Fact, ...]:
         facts.append(
             Fact(
                 "Heap shift per window",
-                f"random, up to {int(shift) // 1024} KiB (where a test's memory lands is drawn"
+                f"random, up to {_binary_bytes(int(shift))} (where a test's memory lands is drawn"
                 " again every window)"
                 if shift
                 else "off (each worker's memory layout is drawn once)",
