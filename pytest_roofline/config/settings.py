@@ -86,9 +86,9 @@ class GateSettings:
     replay: int = DEFAULTS.replay
     history: int = DEFAULTS.history
     confirm: Confirm = DEFAULTS.confirm
-    # How long each pair of worker processes may spend on paired rounds (first-look
-    # regressions first, then UNKNOWN first looks); 0 settles no UNKNOWN first look; None: the
-    # default of default_pair_time_s.
+    # How long each pair of worker processes may spend confirming first-look regressions, and
+    # as long again settling UNKNOWN first looks after them (plugin.confirm.RoundsBudget); 0
+    # settles no UNKNOWN first look; None: the default of default_pair_time_s.
     confirm_time_s: float | None = None
 
     def settle_time_s(self, session_s: float, tests: int = 0) -> float:

@@ -48,6 +48,7 @@ from pytest_roofline.vocabulary import QUANTILES
 __all__ = [
     "CONFIRM_WINDOWS",
     "ConfirmPlan",
+    "RoundsBudget",
     "confirm_tests",
     "confirmation_alpha",
     "plan_confirmation",
@@ -276,7 +277,8 @@ def confirm_tests(
         judged against ``min_effect``.
     :param required: the node ids of first-look regressions (default: all): each is measured
         while less than ``confirm_s`` seconds (by ``clock``) have passed since the rounds
-        began; any other only while less than ``settle_s`` have. A test not reached is
+        began, worker start-up included; any other while less than ``settle_s`` have passed
+        since the regressions' rounds ended (:class:`RoundsBudget`). A test not reached is
         ``unavailable``, saying so. Each further pair of workers (``ROLLBACK_WORKER_PAIRS``
         in all), which measures again what the pairs before it confirmed, has time of its own.
     :param replica_s: the time of a further pair asked about that many tests (default:
@@ -331,6 +333,38 @@ def confirm_tests(
             claim.release()
             if trouble:
                 log(trouble)
+
+
+class RoundsBudget:
+    """Whether a test's paired rounds may still start: first-look regressions while less than
+    ``confirm_s`` have passed since ``began`` (worker start-up included), UNKNOWN first looks
+    while less than ``settle_s`` have passed since the regressions' rounds ended (since
+    ``began`` when there were none).
+
+    Settling has a clock of its own because the regressions come first: on a shared clock
+    they ate the time the log promised the UNKNOWN first looks ("settling 5 ... for up to 10
+    s" reached 3 of them in the README's compare, after worker start-up and one regression).
+    """
+
+    def __init__(
+        self, began: float, confirm_s: float, settle_s: float, clock: Callable[[], float]
+    ) -> None:
+        self._began = began
+        self._confirm_s = confirm_s
+        self._settle_s = settle_s
+        self._clock = clock
+        self._settle_began: float | None = None
+        self._confirmed_any = False
+
+    def late(self, regression: bool) -> str:
+        """Why a test's rounds may not start now ('' if they may); the regressions come first."""
+        now = self._clock()
+        if regression:
+            self._confirmed_any = True
+            return _out_of_time(True, now - self._began, self._confirm_s, self._settle_s)
+        if self._settle_began is None:
+            self._settle_began = now if self._confirmed_any else self._began
+        return _out_of_time(False, now - self._settle_began, self._confirm_s, self._settle_s)
 
 
 def _out_of_time(regression: bool, spent_s: float, confirm_s: float, settle_s: float) -> str:
@@ -429,8 +463,9 @@ def _measure(
 
     try:
         with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:
+            budget = RoundsBudget(began, confirm_s, settle_s, clock)
             for nodeid in nodeids:
-                late = _out_of_time(nodeid in required, clock() - began, confirm_s, settle_s)
+                late = budget.late(nodeid in required)
                 if late:
                     found[nodeid] = Confirmation(
                         state="unavailable",

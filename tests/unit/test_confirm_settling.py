@@ -19,7 +19,7 @@ from pytest_roofline.gate.confirm import (
     settling_order,
 )
 from pytest_roofline.gate.policy import DriftBound, drift_inside_margins
-from pytest_roofline.plugin.confirm import confirmation_margin
+from pytest_roofline.plugin.confirm import RoundsBudget, confirmation_margin
 from pytest_roofline.stats.paired import compare_paired
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,3 +232,51 @@ def test_a_drift_stays_inside_the_margins_only_if_every_assessed_upper_bound_tim
     short = DriftBound("unknown", "insufficient", None, 0.6)
     assert drift_inside_margins(0.20, [steady, short])
     assert not drift_inside_margins(0.20, [short])
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_settling_has_its_own_time_after_the_regressions_rounds() -> None:
+    # The README's compare: worker start-up and one regression's rounds took most of the 10 s,
+    # and the log's "settling 5 ... for up to 10 s" then reached 3 of the 5.
+    clock = FakeClock()
+    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=10.0, clock=clock)
+    clock.now += 2.0  # worker start-up
+    assert budget.late(regression=True) == ""
+    clock.now += 7.5  # the regression's rounds
+    assert budget.late(regression=False) == ""  # settling's clock starts here
+    clock.now += 9.9
+    assert budget.late(regression=False) == ""
+    clock.now += 0.2
+    assert "for settling UNKNOWN first looks" in budget.late(regression=False)
+
+
+def test_a_regression_past_its_own_time_is_not_reached() -> None:
+    clock = FakeClock()
+    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=30.0, clock=clock)
+    assert budget.late(regression=True) == ""
+    clock.now += 10.0
+    assert "for confirming first-look regressions" in budget.late(regression=True)
+    # Settling starts its clock now, whatever the regressions spent.
+    assert budget.late(regression=False) == ""
+
+
+def test_without_regressions_settling_counts_from_the_start_of_the_rounds() -> None:
+    # Worker start-up is inside the time of whichever kind comes first.
+    clock = FakeClock()
+    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=10.0, clock=clock)
+    clock.now += 10.5
+    assert "for settling UNKNOWN first looks" in budget.late(regression=False)
+
+
+def test_settle_time_zero_reaches_no_unknown_first_look() -> None:
+    clock = FakeClock()
+    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=0.0, clock=clock)
+    assert budget.late(regression=True) == ""
+    assert budget.late(regression=False) != ""
