@@ -8,10 +8,13 @@ regression (``found by 2 of 3 pairs``). Environment variables given
 to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTHONHASHSEED``).
 
 With ``--scenario uniform10 -k ''`` it shows how far each test of an injected change got
-through the worker pairs a rollback needs.
+through the worker pairs a rollback needs. ``--neighbour`` runs ``neighbour.py`` (bursts of
+numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
+``gate_validation.py --neighbour`` does, and prints each run's tally of decisions and of the
+tests' dropped window pairs at the end.
 
 Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8]
-[-k elementwise] [--scenario none]
+[-k elementwise] [--scenario none] [--neighbour [--seed 1]]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,10 +45,39 @@ def main() -> None:
         default="none",
         help="the candidate commit: none (A/A) or an injected change, e.g. uniform10",
     )
+    parser.add_argument("--neighbour", action="store_true", help="run neighbour.py throughout")
+    parser.add_argument("--seed", type=int, default=1, help="the neighbour's seed")
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="process-bias-"))
     repo, _ = make_project(root, [options.scenario])
     git(repo, "checkout", "-q", f"cand-{options.scenario}")
+    neighbour = (
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("neighbour.py")),
+                "--seed",
+                str(options.seed),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        if options.neighbour
+        else None
+    )
+    try:
+        tally = _runs(options, root, repo)
+    finally:
+        if neighbour is not None:
+            neighbour.terminate()
+            neighbour.wait(timeout=30)
+    print(
+        "decisions over all test-runs: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
+    )
+
+
+def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
+    """Run ``ab`` ``options.runs`` times, printing a line per run; the decisions' tally."""
+    tally: Counter[str] = Counter()
     for run in range(options.runs):
         out = root / "ab.json"
         command = [
@@ -57,6 +90,8 @@ def main() -> None:
         subprocess.run(command, cwd=repo, capture_output=True, check=False)
         row = []
         for test in json.loads(out.read_text())["tests"]:
+            tally[test["decision"]] += 1
+            tally["window pairs dropped"] += (test.get("paired") or {}).get("pairs_dropped") or 0
             p50 = test["change"]["p50"]
             confirmation = test.get("confirmation") or {}
             state = confirmation.get("state", "")
@@ -68,7 +103,11 @@ def main() -> None:
                 f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
                 f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()
             )
-        print(f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row))
+        print(
+            f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row),
+            flush=True,
+        )
+    return tally
 
 
 if __name__ == "__main__":
