@@ -242,11 +242,15 @@ class FakeClock:
         return self.now
 
 
+def budget_on_a_fake_clock(confirm_s: float, settle_s: float) -> tuple[FakeClock, RoundsBudget]:
+    clock = FakeClock()
+    return clock, RoundsBudget(clock(), confirm_s=confirm_s, settle_s=settle_s, clock=clock)
+
+
 def test_settling_has_its_own_time_after_the_regressions_rounds() -> None:
     # The README's compare: worker start-up and one regression's rounds took most of the 10 s,
     # and the log's "settling 5 ... for up to 10 s" then reached 3 of the 5.
-    clock = FakeClock()
-    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=10.0, clock=clock)
+    clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=10.0)
     clock.now += 2.0  # worker start-up
     assert budget.late(regression=True) == ""
     clock.now += 7.5  # the regression's rounds
@@ -258,8 +262,7 @@ def test_settling_has_its_own_time_after_the_regressions_rounds() -> None:
 
 
 def test_a_regression_past_its_own_time_is_not_reached() -> None:
-    clock = FakeClock()
-    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=30.0, clock=clock)
+    clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=30.0)
     assert budget.late(regression=True) == ""
     clock.now += 10.0
     assert "for confirming first-look regressions" in budget.late(regression=True)
@@ -269,14 +272,12 @@ def test_a_regression_past_its_own_time_is_not_reached() -> None:
 
 def test_without_regressions_settling_counts_from_the_start_of_the_rounds() -> None:
     # Worker start-up is inside the time of whichever kind comes first.
-    clock = FakeClock()
-    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=10.0, clock=clock)
+    clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=10.0)
     clock.now += 10.5
     assert "for settling UNKNOWN first looks" in budget.late(regression=False)
 
 
 def test_settle_time_zero_reaches_no_unknown_first_look() -> None:
-    clock = FakeClock()
-    budget = RoundsBudget(clock(), confirm_s=10.0, settle_s=0.0, clock=clock)
+    _clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=0.0)
     assert budget.late(regression=True) == ""
     assert budget.late(regression=False) != ""
