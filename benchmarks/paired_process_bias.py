@@ -10,8 +10,8 @@ to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTH
 With ``--scenario uniform10 -k ''`` it shows how far each test of an injected change got
 through the worker pairs a rollback needs. ``--neighbour`` runs ``neighbour.py`` (bursts of
 numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
-``gate_validation.py --neighbour`` does, and prints each run's tally of decisions and of the
-tests' dropped window pairs at the end.
+``gate_validation.py --neighbour`` does. At the end it prints the tally of decisions and of
+dropped window pairs over all runs.
 
 Usage: python benchmarks/paired_process_bias.py [--rounds 8] [--budget 1] [--runs 8]
 [-k elementwise] [--scenario none] [--neighbour [--seed 1]]

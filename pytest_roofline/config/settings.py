@@ -111,7 +111,8 @@ class GateSettings:
 def default_pair_time_s(session_s: float, tests: int) -> float:
     """A pair of workers' default time for ``tests`` tests after a session of ``session_s`` s.
 
-    As long again as the session has run (so the rounds at most about double a short run), at
+    As long again as the session has run (so each kind of rounds, confirming first-look
+    regressions and settling UNKNOWN first looks, at most about doubles a long run), at
     least ``DEFAULTS.min_confirm_time_s``, and at least ``DEFAULTS.confirm_time_per_test_s`` per
     test asked (a suite-wide regression is confirmed test by test, not cut off after the first
     few), that last term at most ``DEFAULTS.max_confirm_time_s``.

@@ -65,7 +65,7 @@ disturbed host. About 2 s to 10 s of measuring per test and side. Replacements w
 run 11 (docs/gate.md): on the quiet VM the canary flagged 10-12 of 16 pairs in some tests,
 which left them on ``min_pairs`` and UNKNOWN (7 of 30 p95 and 10 of 30 p99 regressions
 escalated so); the default time per test asked (``DEFAULTS.confirm_time_per_test_s``) covers
-them, and a configured ``gate.confirm_time`` still bounds the whole."""
+them, and a configured ``gate.confirm_time`` still bounds each kind (:class:`RoundsBudget`)."""
 MAX_WINDOW_S = 2.0
 """A slow test's window grows until it holds the samples its tail quantiles need per window
 (:func:`window_for`), up to this; a tail still short of them stays unsettled (inconclusive)."""
@@ -354,16 +354,22 @@ class RoundsBudget:
         self._settle_s = settle_s
         self._clock = clock
         self._settle_began: float | None = None
-        self._confirmed_any = False
+        self._regressions_seen = False
 
     def late(self, regression: bool) -> str:
-        """Why a test's rounds may not start now ('' if they may); the regressions come first."""
+        """Why a test's rounds may not start now ('' if they may).
+
+        :raises ValueError: for a regression after settling began: the regressions come first,
+            or their rounds would spend the settling time again.
+        """
         now = self._clock()
         if regression:
-            self._confirmed_any = True
+            if self._settle_began is not None:
+                raise ValueError("first-look regressions must be measured before settling")
+            self._regressions_seen = True
             return _out_of_time(True, now - self._began, self._confirm_s, self._settle_s)
         if self._settle_began is None:
-            self._settle_began = now if self._confirmed_any else self._began
+            self._settle_began = now if self._regressions_seen else self._began
         return _out_of_time(False, now - self._settle_began, self._confirm_s, self._settle_s)
 
 

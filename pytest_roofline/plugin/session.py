@@ -714,9 +714,10 @@ class RooflineSession:
         def pair_time_s(tests: int) -> float:
             return gate.confirm_time_for_regressions_s(session_s, tests)
 
-        # One clock for the first pair of workers, sized to every test it is asked about.
-        settle_s = gate.settle_time_s(session_s, len(nodeids))
-        confirm_s = pair_time_s(len(nodeids))
+        # The first pair of workers has a clock for the regressions and, after them, one for
+        # settling (plugin.confirm.RoundsBudget), each sized to the tests it is asked about.
+        settle_s = gate.settle_time_s(session_s, len(to_settle))
+        confirm_s = pair_time_s(len(required))
         writer = self.config.pluginmanager.get_plugin("terminalreporter")
         log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
         settling = len(nodeids) - len(required)

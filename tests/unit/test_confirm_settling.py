@@ -281,3 +281,11 @@ def test_settle_time_zero_reaches_no_unknown_first_look() -> None:
     _clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=0.0)
     assert budget.late(regression=True) == ""
     assert budget.late(regression=False) != ""
+
+
+def test_a_regression_after_settling_began_is_refused() -> None:
+    # Its rounds would spend settling's time again: the caller must order regressions first.
+    _clock, budget = budget_on_a_fake_clock(confirm_s=10.0, settle_s=10.0)
+    assert budget.late(regression=False) == ""
+    with pytest.raises(ValueError, match="before settling"):
+        budget.late(regression=True)
