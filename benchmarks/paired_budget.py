@@ -79,7 +79,8 @@ def main() -> None:
     emit("|---|---|---|---|---|---|---|---|---|---|")
     for (scenario, design), cell in cells.items():
         emit(
-            f"| {scenario} | {design} | {decision_cells(dict(cell))} | "
+            f"| {scenario} | {design} | "
+            f"{decision_cells({d: cell[d] for d in ('rollback', 'escalate', 'ship')})} | "
             f"{dict(reasons[(scenario, design)])} | {statistics.median(walls[design]):.0f} |"
         )
     if options.out:

@@ -182,7 +182,7 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=int,
         metavar="K",
-        help="alternating rounds, ABBA order (default 8; at least 3)",
+        help="alternating rounds, ABBA order (default 16; at least 3)",
     )
     parser.add_argument(
         "--budget",

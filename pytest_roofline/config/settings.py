@@ -318,21 +318,24 @@ class AbSettings:
     """Defaults of ``pytest-roofline ab`` from the ``ab:`` section (the command line overrides them).
 
     ``budget_s`` is the measurement time per test and side over all rounds (each round gets
-    ``budget_s / rounds``). Eight rounds: measured here (``docs/paired.md``), a uniform +10%
-    regression was rolled back in 47% / 77% / 80% of test-trials at 4 / 8 / 12 rounds, for
-    3.3 / 5.5 / 7.6 times the wall time of pytest-benchmark's default run of 10 tests. One
-    second a side gives a 1 ms call ~125 samples a round at 8 rounds, enough for its p99
-    (100 a round, :func:`pytest_roofline.paired.min_round_samples`).
+    ``budget_s / rounds``). Sixteen rounds (eight until stop 27): measured here on the
+    validation fixture (``docs/paired.md``, "Sixteen window pairs"), side by side at the same
+    1 s budget, 16 pairs shipped 29 of 30 A/A test-trials and rolled back 30 of 30 uniform +10%
+    ones, against 19 and 20 of 30 at 8 pairs, in no more wall time (the sequential stop decides
+    most tests early). The price is shorter windows: one second a side gives a call ~62 samples a
+    window per ms, so a call slower than 0.625 ms has its p99 not assessed (100 a window,
+    :func:`pytest_roofline.paired.min_round_samples`) and one slower than 3.1 ms its p95 (20);
+    ``--budget`` or fewer ``--rounds`` bring them back.
     """
 
-    rounds: int = 8
+    rounds: int = 16
     budget_s: float = 1.0
     setup: str | None = None
     import_root: str = "."
 
 
 def parse_ab(value: object, *, where: str) -> AbSettings:
-    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 8, budget: 1s, setup: CMD, import_root: src}``."""
+    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 16, budget: 1s, setup: CMD, import_root: src}``."""
     if value is None:
         return AbSettings()
     value = _section(value, AB_KEYS, where=where)
