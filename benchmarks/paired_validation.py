@@ -33,6 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate_validation import BENCH_SUITE, SUITE, wilson
 
+from pytest_roofline.config.settings import AbSettings
+
 SCENARIO_LINE = 'SCENARIO = os.environ.get("ROOFLINE_SCENARIO", "none")'
 # Designs compared on every scenario in FULL; the other scenarios run the default K and two-run.
 FULL = ("none", "uniform10")
@@ -155,7 +157,7 @@ def main() -> None:
     )
     parser.add_argument("--extra-trials", type=int, default=1, help="trials of the other scenarios")
     parser.add_argument("--rounds", default="4,8,12")
-    parser.add_argument("--default-rounds", type=int, default=8)
+    parser.add_argument("--default-rounds", type=int, default=AbSettings().rounds)
     parser.add_argument("--budget", type=float, default=0.5, help="seconds per test and side")
     parser.add_argument("--bench-runs", type=int, default=3)
     parser.add_argument("--out", type=Path)

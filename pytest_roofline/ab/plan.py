@@ -132,7 +132,7 @@ def make_plan(options: AbOptions) -> Plan:
     if rounds < paired.MIN_ROUNDS:
         raise AbError(
             f"--rounds={rounds}: at least {paired.MIN_ROUNDS} rounds are needed (rounds are the "
-            "unit of replication, and an interval needs two degrees of freedom); default 16"
+            f"unit of replication, and an interval needs two degrees of freedom); default {AbSettings().rounds}"
         )
     budget_s = options.budget_s if options.budget_s is not None else section.budget_s
     if not (math.isfinite(budget_s) and budget_s > 0):

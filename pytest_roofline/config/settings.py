@@ -322,9 +322,10 @@ class AbSettings:
     validation fixture (``docs/paired.md``, "Sixteen window pairs"), side by side at the same
     1 s budget, 16 pairs shipped 29 of 30 A/A test-trials and rolled back 30 of 30 uniform +10%
     ones, against 19 and 20 of 30 at 8 pairs, in no more wall time (the sequential stop decides
-    most tests early). The price is shorter windows: one second a side gives a call ~62 samples a
-    window per ms, so a call slower than 0.625 ms has its p99 not assessed (100 a window,
-    :func:`pytest_roofline.paired.min_round_samples`) and one slower than 3.1 ms its p95 (20);
+    most tests early). The price is shorter windows: one second a side gives a 1 ms call ~62
+    samples a window, so a call slower than about 0.63 ms has its p99 not assessed (100 a
+    window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one slower than about
+    3.2 ms its p95 (20): a regression only in that tail ships, noted as escape risk.
     ``--budget`` or fewer ``--rounds`` bring them back.
     """
 

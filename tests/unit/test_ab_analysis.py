@@ -11,6 +11,7 @@ import pytest
 
 from pytest_roofline.ab import analyse_rounds as analyse_rounds_typed
 from pytest_roofline.ab import check_side, load_paired
+from pytest_roofline.ab.command import ab_windows
 from pytest_roofline.config.settings import AbSettings, GateSettings, build_config, parse_ab
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.errors import ConfigError, StoreError
@@ -375,6 +376,14 @@ def test_the_ab_section_sets_the_commands_defaults() -> None:
         {"rounds": 12, "budget": "2s", "setup": "make", "import_root": "src"}, where="x"
     )
     assert settings == AbSettings(rounds=12, budget_s=2.0, setup="make", import_root="src")
+
+
+def test_ab_keeps_up_to_sixteen_window_pairs_of_a_sixteenth_of_the_budget_by_default() -> None:
+    # Stop 27: at the same 1 s budget, 16 pairs decided A/A and +10% where 8 could not
+    # (docs/paired.md, "Sixteen window pairs"); the documented tail thresholds follow from it.
+    defaults = AbSettings()
+    windows = ab_windows(defaults.rounds, defaults.budget_s)
+    assert (windows.min_pairs, windows.max_pairs, windows.window_s) == (4, 16, 0.0625)
 
 
 @pytest.mark.parametrize(
