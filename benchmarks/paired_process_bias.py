@@ -3,12 +3,12 @@
 Builds ``paired_validation.py``'s fixture project with an A/A candidate (a comment changed),
 runs ``pytest-roofline ab -k elementwise`` (the two copies of an ``np.add`` over 200 000
 float64) ``--runs`` times, and prints per run and test the decision, the paired p50 ratio and
-interval, the state of the fresh worker pairs' confirmation and how many pairs found the
-regression (``found by 2 of 3 pairs``). Environment variables given
+interval, and for a regression the pooled window pairs found, its state and what each pair of
+worker processes found on its own window pairs (``confirmed (p50 x1.104, x1.098, x1.113)``). Environment variables given
 to this script reach the workers (e.g. ``MALLOC_MMAP_THRESHOLD_=131072``, ``PYTHONHASHSEED``).
 
-With ``--scenario uniform10 -k ''`` it shows how far each test of an injected change got
-through the worker pairs a rollback needs. ``--neighbour`` runs ``neighbour.py`` (bursts of
+With ``--scenario uniform10 -k ''`` it shows how each pair of worker processes saw each test of
+an injected change. ``--neighbour`` runs ``neighbour.py`` (bursts of
 numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
 ``gate_validation.py --neighbour`` does. At the end it prints the tally of decisions and of
 dropped window pairs over all runs.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paired_validation import QUIET, git, make_project
 
 from pytest_roofline.config.settings import AbSettings
-from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS
 
 
 def main() -> None:
@@ -97,9 +97,9 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
             confirmation = test.get("confirmation") or {}
             state = confirmation.get("state", "")
             if state in ("confirmed", "inconclusive"):
-                # The first pair found it; each "reproduced by" is one more pair that did.
-                found = 1 + confirmation.get("reason", "").count("reproduced by")
-                state += f" (found by {found} of {ROLLBACK_WORKER_PAIRS} pairs)"
+                # What each pair of worker processes found on its own window pairs.
+                found = re.findall(r"(p\d\d) by worker pair: ([^()]*)\(", confirmation["reason"])
+                state += " (" + "; ".join(f"{q} {v.strip()}" for q, v in found) + ")"
             row.append(
                 f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
                 f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()

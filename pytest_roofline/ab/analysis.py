@@ -21,7 +21,7 @@ import numpy as np
 from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSettings
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
-from pytest_roofline.gate.confirm import confirmation_from, is_regression_check, replicated
+from pytest_roofline.gate.confirm import confirmation_from
 from pytest_roofline.gate.evidence import (
     GATED_QUANTILES,
     BaselineEntry,
@@ -29,10 +29,11 @@ from pytest_roofline.gate.evidence import (
     TestEvidence,
     evaluate,
 )
-from pytest_roofline.gate.paired_looks import PairedStop, paired_look_detail, paired_plan
+from pytest_roofline.gate.paired_looks import paired_look_detail, paired_plan
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
+from pytest_roofline.gate.worker_agreement import Agreement, worker_agreement
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.canary import PairedWindow
 from pytest_roofline.measure.measurement import decode_samples, encode_samples
@@ -41,7 +42,6 @@ from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork, bound_change_between, is_positive_finite
 from pytest_roofline.stats import paired
 from pytest_roofline.stats.paired import PairedComparison
-from pytest_roofline.stats.results import QuantileComparison
 from pytest_roofline.stats.sequential import SequentialPlan
 from pytest_roofline.stats.threeway import GateMargin, gate_margin
 from pytest_roofline.store import Store, StoredResult, StoredRun
@@ -52,11 +52,12 @@ __all__ = [
     "AssessedStop",
     "PairedSamples",
     "ab_plan",
+    "agreed_regression",
+    "agreement",
     "analyse_rounds",
     "analyse_windows",
     "load_paired",
     "paired_margin",
-    "regressed",
     "windows_confirmation",
 ]
 
@@ -179,7 +180,7 @@ class _PairedInput:
     cand_payload: Mapping[str, Any] | None
     batch_size: Mapping[str, tuple[int | None, ...]]
     facts: PairedTest = field(default_factory=PairedTest)
-    # What a second pair of worker processes found (``replication``), if one measured it.
+    # Whether every pair of worker processes found the regression (``agreement``), if any.
     replication: Confirmation | None = None
 
 
@@ -268,20 +269,31 @@ def analyse_rounds(
 
 class AssessedStop:
     """``should_continue`` of ``pytest-roofline ab``: more pairs while a gated quantile that the
-    windows can assess is UNKNOWN (:class:`pytest_roofline.gate.paired_looks.PairedStop`).
+    windows can assess is UNKNOWN, or while a regression is not yet found by every pair of
+    worker processes.
 
     A quantile is assessed once every window so far holds its per-window sample floor
     (:func:`pytest_roofline.stats.paired.min_round_samples`: p95 20, p99 100) on both sides;
     one that is not would stay UNKNOWN (insufficient) whatever the pairs, and waiting for it
-    would run every test to the maximum. p50 is always watched.
+    would run every test to the maximum. p50 is always watched. The alternation stops at the
+    first look where every assessed quantile is SAME, or where one is DIFFERENT and every worker
+    pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`); a DIFFERENT that
+    one worker pair does not see goes on to the maximum (going on after a crossed boundary
+    only lowers the chance of a final DIFFERENT).
     """
 
     def __init__(
-        self, margins: Mapping[str, GateMargin], plan: SequentialPlan, *, alpha: float
+        self,
+        margins: Mapping[str, GateMargin],
+        plan: SequentialPlan,
+        *,
+        alpha: float,
+        worker_pairs: int = 1,
     ) -> None:
         self._margins = dict(margins)
         self._plan = plan
         self._alpha = alpha
+        self._worker_pairs = worker_pairs
 
     def assessed(
         self, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
@@ -294,10 +306,35 @@ class AssessedStop:
         }
 
     def __call__(
-        self, nodeid: str, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
+        self,
+        nodeid: str,
+        base_windows: Sequence[np.ndarray],
+        cand_windows: Sequence[np.ndarray],
+        worker_pairs: Sequence[int] = (),
     ) -> bool:
-        rule = PairedStop(self.assessed(base_windows, cand_windows), self._plan, alpha=self._alpha)
-        return rule(nodeid, base_windows, cand_windows)
+        margins = self.assessed(base_windows, cand_windows)
+        look = paired_look_detail(
+            base_windows, cand_windows, margins, self._plan, alpha=self._alpha, final=False
+        )
+        outcomes = [c.comparison.outcome for c in look.values()]
+        if "different" in outcomes:
+            return not agreement(look, worker_pairs, self._worker_pairs, margins).confirmed
+        return not (outcomes and all(o == "same" for o in outcomes))
+
+
+def agreement(
+    look: Mapping[str, PairedComparison],
+    worker_pairs: Sequence[int],
+    count: int,
+    margins: Mapping[str, GateMargin],
+) -> Agreement:
+    """:func:`~pytest_roofline.gate.worker_agreement.worker_agreement` of a look's DIFFERENT
+    quantiles (with one worker pair, its pooled comparison is that pair's: always agreed)."""
+    different = [name for name, c in look.items() if c.comparison.outcome == "different"]
+    if count < 2:
+        return Agreement({}, {}, tuple(different))
+    ratios = {name: look[name].round_ratios for name in different}
+    return worker_agreement(ratios, different, worker_pairs, count, margins)
 
 
 def ab_plan(gate: GateSettings, settings: WindowSettings, tests: int) -> SequentialPlan:
@@ -330,21 +367,6 @@ def _look(
     return paired_look_detail(base, cand, margins, plan, alpha=alpha, final=test.stop != "decided")
 
 
-def regressed(
-    tests: Mapping[str, TestWindows], gate: GateSettings, settings: WindowSettings
-) -> list[str]:
-    """The tests whose windows show a regression (some gated quantile DIFFERENT), compared as
-    :func:`analyse_windows` will compare them."""
-    margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
-    plan = ab_plan(gate, settings, len(tests))
-    found = []
-    for nodeid, test in tests.items():
-        look = _look(test, margins, plan, gate.alpha) if test.error is None else None
-        if look and is_regression_check({n: c.comparison for n, c in look.items()}):
-            found.append(nodeid)
-    return found
-
-
 def windows_confirmation(
     asked: Sequence[str],
     test: TestWindows,
@@ -373,47 +395,46 @@ def windows_confirmation(
     )
 
 
-def replication(
+def agreed_regression(
     test: TestWindows,
-    first: Mapping[str, QuantileComparison],
-    replicas: Sequence[TestWindows],
+    look: Mapping[str, PairedComparison],
+    count: int,
     margins: Mapping[str, GateMargin],
-    plan: SequentialPlan,
-    gate: GateSettings,
     command: str,
-) -> Confirmation:
-    """A regression the first pair of workers found, measured again by fresh pairs.
+) -> Confirmation | None:
+    """A regression the pooled window pairs found (some gated quantile DIFFERENT), confirmed
+    only if every one of the ``count`` worker pairs found it too (:func:`agreement`); ``None``
+    when nothing regressed or one worker pair measured everything.
 
-    One pair of workers is one process per side, and a process could run a test 10-30% off for
-    its whole life (``gate.confirm.replicated``; the heap shift of every window now removes most
-    of that for memory allocated in the window); so ``ab`` rolls a test back only if every
-    fresh pair (``ROLLBACK_WORKER_PAIRS`` in all) finds the regression too. A pair that failed
-    or measured nothing leaves it unconfirmed.
-
-    Each fresh pair is asked what the first pair was: whether the test regressed, any gated
-    quantile DIFFERENT, not necessarily the one the first pair's windows crossed first. The
-    sequential stop ends a pair's windows at the first quantile that crosses its boundary, so
-    which one that is (p50 or a tail, for a uniform +10%) is up to the noise; and a process's
-    layout moves every quantile together, so asking a fresh pair for the same one guards
-    nothing more against it, while it costs the power each extra pair already takes.
-
-    :param first: the first pair's comparisons (decided at its look).
-    :param replicas: what the second, third, ... pair measured, in order; a pair after one that
-        did not confirm is not needed (the command does not run it).
+    A worker pair that does not reach its share of the margin leaves the test ``inconclusive``
+    (escalated, ``disputed``): the processes differ, not necessarily the code.
     """
+    first = {name: c.comparison for name, c in look.items()}
+    different = [name for name, c in first.items() if c.outcome == "different"]
+    if not different or count < 2:
+        return None
     found = confirmation_from(
-        [name for name, c in first.items() if c.outcome == "different"],
+        different,
         first,
         command=command,
         pairs=test.pairs,
         pairs_dropped=len(test.dropped),
         stop=test.stop,
     )
-    again = [
-        windows_confirmation(list(first), replica, margins, plan, alpha=gate.alpha, command=command)
-        for replica in replicas
-    ]
-    return replicated(found, *again)
+    agreed = agreement(look, test.kept_worker_pairs, count, margins)
+    if agreed.confirmed:
+        return replace(
+            found,
+            reason=f"{found.reason}; found by each of the {count} pairs of worker processes "
+            f"({agreed.describe()})",
+        )
+    return replace(
+        found,
+        state="inconclusive",
+        reason=f"{found.reason}, but not by every one of the {count} pairs of worker processes "
+        f"({agreed.describe()}): the processes differ, not necessarily the code",
+        disputed=True,
+    )
 
 
 def analyse_windows(
@@ -432,7 +453,7 @@ def analyse_windows(
     started: float,
     finished: float,
     max_pairs: int | None = None,
-    replicas: Sequence[Mapping[str, TestWindows]] | None = None,
+    worker_pairs: int = 1,
 ) -> tuple[RunDocument, list[StoredResult]]:
     """Compare, decide and build the document of a paired run measured on persistent workers.
 
@@ -447,10 +468,9 @@ def analyse_windows(
     :param candidate: the candidate's.
     :param max_pairs: ``run.rounds`` (default: the most pairs any test ran).
     :param run_reasons: run-level problems (e.g. a test failing on one side): they escalate.
-    :param replicas: per fresh pair of workers after the first (the second, the third, ...),
-        the windows it measured for the tests every pair before it found regressed
-        (:func:`regressed`); such a test rolls back only if every pair finds it
-        (:func:`replication`). ``None``: not replicated, the first pair decides.
+    :param worker_pairs: the pairs of worker processes that took the window pairs in turn
+        (``WindowSettings.worker_pairs``); a regression rolls back only if every one of them
+        finds it (:func:`agreed_regression`). 1: the one pair decides.
     :returns: as :func:`analyse_rounds`: the candidate's pooled samples as each result's
         samples, the baseline's and every kept pair's sample counts under ``payload["paired"]``
         (with ``pairs`` run, ``pairs_dropped`` and ``stop``).
@@ -487,15 +507,10 @@ def analyse_windows(
         look = _look(test, margins, plan, gate.alpha)
         if look is not None:
             comparisons[nodeid] = look
-        again = [pair[nodeid] for pair in replicas or () if nodeid in pair]
-        if again and nodeid in comparisons:
-            first = {name: c.comparison for name, c in comparisons[nodeid].items()}
-            inputs[nodeid] = replace(
-                inputs[nodeid],
-                replication=replication(
-                    test, first, again, margins, plan, gate, replay_command(nodeid)
-                ),
-            )
+        if look is not None and test.error is None:
+            found = agreed_regression(test, look, worker_pairs, margins, replay_command(nodeid))
+            if found is not None:
+                inputs[nodeid] = replace(inputs[nodeid], replication=found)
     k = max_pairs if max_pairs is not None else max((t.pairs for t in tests.values()), default=0)
     document, stored = _analyse(
         inputs,

@@ -19,13 +19,12 @@ steps:
    ``--rounds=K`` is ``max_pairs`` (``min_pairs = min(4, K)``) and each window samples for
    ``--budget / K`` (a marker's ``budget=`` takes the place of ``--budget`` for its test), so a
    test that runs to the maximum spends the budget per side that ``--budget`` (or its marker)
-   names.
-5. Measure every test the windows found regressed again, on fresh pairs of workers: one
+   names. ``--worker-pairs=N`` pairs of workers (default 3) take the window pairs in turn: one
    process could run a test 10-30% off for its whole life (the heap shift of every window now
-   removes most of that; memory allocated once stays each process's), so a rollback rests on three pairs
-   (``ROLLBACK_WORKER_PAIRS``, :func:`~pytest_roofline.ab.analysis.replication`), each fresh
-   pair measuring only what every pair before it found; a test one pair does not find escalates.
-6. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
+   removes most of that; memory allocated once stays each process's), so a regression rolls
+   back only when every worker pair's own window pairs find it
+   (:func:`~pytest_roofline.ab.analysis.agreed_regression`); else it escalates.
+5. Analyse the windows into the run document (``run.design = "paired"``), saved in the user's
    store as one run (``design="paired"``) that keeps both sides' samples and every sample's pair.
 """
 
@@ -45,7 +44,6 @@ from pytest_roofline.ab.analysis import (
     ab_plan,
     analyse_windows,
     paired_margin,
-    regressed,
 )
 from pytest_roofline.ab.git import add_worktree, remove_worktree
 from pytest_roofline.ab.plan import SIDES, AbOptions, Plan, make_plan, side_trees
@@ -73,9 +71,7 @@ from pytest_roofline.ab.workers import (
     WorkerError,
     pair_order,
 )
-from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.errors import AbError
-from pytest_roofline.gate.confirm import ROLLBACK_WORKER_PAIRS
 from pytest_roofline.gate.evidence import GATED_QUANTILES
 from pytest_roofline.hardware.calibration import calibration_key
 from pytest_roofline.model.document import PairedRun, PairedSide, RoundTiming, RunDocument
@@ -101,19 +97,21 @@ class AbOutcome:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def ab_windows(rounds: int, budget_s: float) -> WindowSettings:
-    """The alternation of ``--rounds=K --budget=B``: ``K`` pairs at most, ``min(4, K)`` at least,
-    a look every 2 pairs (after whole ABBA blocks), windows of ``B / K`` seconds.
+def ab_windows(rounds: int, budget_s: float, worker_pairs: int = 1) -> WindowSettings:
+    """The alternation of ``--rounds=K --budget=B --worker-pairs=N``: ``K`` pairs at most,
+    ``min(4, K)`` at least, a look every 2 pairs (after whole ABBA blocks), windows of ``B / K``
+    seconds, ``N`` pairs of workers taking the window pairs in turn.
 
-    >>> w = ab_windows(8, 1.0)
-    >>> (w.min_pairs, w.max_pairs, w.look_every, w.window_s)
-    (4, 8, 2, 0.125)
+    >>> w = ab_windows(8, 1.0, 3)
+    >>> (w.min_pairs, w.max_pairs, w.look_every, w.window_s, w.worker_pairs)
+    (4, 8, 2, 0.125, 3)
     """
     return WindowSettings(
         window_s=budget_s / rounds,
         min_pairs=min(MIN_PAIRS, rounds),
         max_pairs=rounds,
         look_every=2,
+        worker_pairs=worker_pairs,
     )
 
 
@@ -151,13 +149,8 @@ def _measure(
     scratch: Path,
     user_args: tuple[str, ...],
     log: Callable[[str], None],
-) -> tuple[dict[str, TestWindows], list[dict[str, TestWindows]], PairedWorkers, list[str]]:
-    """Start both workers, check them, measure every common test; the workers are stopped.
-
-    Then fresh pairs of workers measure again every test the pairs before them found regressed
-    (:func:`_replicate`): the list of dicts, one per fresh pair. The :class:`PairedWorkers`
-    returned is the first pair.
-    """
+) -> tuple[dict[str, TestWindows], PairedWorkers, list[str]]:
+    """Start every worker, check them, measure every common test; the workers are stopped."""
     specs = {}
     for side in SIDES:
         store = scratch / f"store-{side}.sqlite"
@@ -178,8 +171,9 @@ def _measure(
     workers = PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log)
     try:
         with workers:
-            for side in SIDES:
-                _check(side, workers.collected[side].probe, trees, "at collection")
+            for collected in workers.collected_pairs:
+                for side in SIDES:
+                    _check(side, collected[side].probe, trees, "at collection")
             both, only_base, only_cand, _ = workers.common_tests()
             if not both:
                 raise AbError(
@@ -194,7 +188,10 @@ def _measure(
                 )
             margins = {name: paired_margin(plan.gate, name) for name in GATED_QUANTILES}
             rule = AssessedStop(
-                margins, ab_plan(plan.gate, settings, len(both)), alpha=plan.gate.alpha
+                margins,
+                ab_plan(plan.gate, settings, len(both)),
+                alpha=plan.gate.alpha,
+                worker_pairs=settings.worker_pairs,
             )
             budgets = workers.collected["candidate"].budgets_s
             # A marker's budget= is the test's budget per side, as --budget is: spread over
@@ -215,61 +212,17 @@ def _measure(
     except WorkerError as exc:
         raise _worker_failure(exc, trees) from None
     # What the tests imported while they ran counts too (lazy imports inside a test).
-    for side, probe in workers.final_probes.items():
-        _check(side, probe, trees, "after the windows")
-    replicas = _replicate(tests, plan.gate, specs, settings, rule, window_s, trees, log)
-    return tests, replicas, workers, reasons
+    for probes in workers.final_probe_pairs:
+        for side, probe in probes.items():
+            _check(side, probe, trees, "after the windows")
+    return tests, workers, reasons
 
 
-def _replicate(
-    tests: Mapping[str, TestWindows],
-    gate: GateSettings,
-    specs: Mapping[Side, SideSpec],
-    settings: WindowSettings,
-    rule: AssessedStop,
-    window_s: Mapping[str, float],
-    trees: Mapping[Side, Tree],
-    log: Callable[[str], None],
-) -> list[dict[str, TestWindows]]:
-    """Measure the regressed tests again on fresh pairs of workers (``analysis.replication``).
-
-    Each fresh pair, up to ``ROLLBACK_WORKER_PAIRS`` pairs in all, measures only the tests
-    every pair before it found regressed (any gated quantile); one pair that does not find it
-    settles the test (escalated), so an unchanged test costs the extra pairs only while the
-    processes keep agreeing. A worker pair that fails leaves each of its tests an ``error``
-    entry: unconfirmed, escalated.
-    """
-    pending = regressed(tests, gate, settings)
-    replicas: list[dict[str, TestWindows]] = []
-    for number in range(2, ROLLBACK_WORKER_PAIRS + 1):
-        if not pending:
-            break
-        log(
-            f"measuring {len(pending)} regressed test(s) again on pair {number} of "
-            f"{ROLLBACK_WORKER_PAIRS} of worker processes"
-        )
-        measured: dict[str, TestWindows] = {}
-        try:
-            with PairedWorkers(specs["baseline"], specs["candidate"], settings, log=log) as workers:
-                for side in SIDES:
-                    _check(side, workers.collected[side].probe, trees, "at collection")
-                for nodeid in pending:
-                    test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
-                    measured[nodeid] = test
-                    dropped = (
-                        f", {len(test.dropped)} dropped (host disturbed)" if test.dropped else ""
-                    )
-                    log(
-                        f"[pair {number}] {nodeid}: {test.pairs} window pairs ({test.stop}"
-                        f"{dropped})"
-                    )
-        except WorkerError as exc:
-            error = str(_worker_failure(exc, trees))
-            for nodeid in pending:
-                measured.setdefault(nodeid, TestWindows(nodeid, (), 0, "error", 0.0, error=error))
-        replicas.append(measured)
-        pending = regressed(measured, gate, settings)
-    return replicas
+def _worker_count(worker_pairs: int) -> str:
+    """``one worker per side`` or ``3 pairs of workers taking the pairs in turn``."""
+    if worker_pairs == 1:
+        return "one worker per side"
+    return f"{worker_pairs} workers per side taking the window pairs in turn"
 
 
 def _round_seconds(tests: Mapping[str, TestWindows]) -> tuple[RoundTiming, ...]:
@@ -301,12 +254,13 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         log(f"pytest-roofline ab: pruned a stale baseline worktree left by a killed ab: {stale}")
     # Open the user's store first: one that cannot be written fails before minutes of windows.
     Store.open(plan.store_path, create=True).close()
-    settings = ab_windows(plan.rounds, plan.budget_s)
+    settings = ab_windows(plan.rounds, plan.budget_s, plan.worker_pairs)
     user_args = tuple(options.pytest_args)
     log(
         f"pytest-roofline ab: baseline {options.baseline_ref} ({plan.base_commit[:12]}) against "
         f"the current tree ({plan.cand_commit[:12]}"
-        f"{', with uncommitted changes' if plan.dirty else ''}); one worker per side, "
+        f"{', with uncommitted changes' if plan.dirty else ''}); "
+        f"{_worker_count(settings.worker_pairs)}, "
         f"{settings.min_pairs}-{settings.max_pairs} window pairs per test (ABBA) of "
         f"{settings.window_s:.3g} s, up to {plan.budget_s:g} s per test and side"
     )
@@ -330,7 +284,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             ):
                 python = resolve_python(given, trees[side].workdir, f"--{side}-python")
                 trees[side] = replace(trees[side], python=python)
-            tests, replicas, workers, run_reasons = _measure(
+            tests, workers, run_reasons = _measure(
                 plan, trees, envs, settings, scratch=scratch, user_args=user_args, log=log
             )
         finally:
@@ -364,7 +318,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         started=started,
         finished=finished,
         max_pairs=plan.rounds,
-        replicas=replicas,
+        worker_pairs=settings.worker_pairs,
     )
     wall_s = time.perf_counter() - wall_start
     probes = {side: workers.final_probes.get(side) or collected[side].probe for side in SIDES}
@@ -389,6 +343,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             "max_pairs": settings.max_pairs,
             "look_every": settings.look_every,
             "layout_shift_bytes": settings.layout_shift_bytes,
+            "worker_pairs": settings.worker_pairs,
         },
         pairs_dropped=sum(len(t.dropped) for t in tests.values()),
         startup_s=workers.startup_s,

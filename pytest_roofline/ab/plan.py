@@ -13,6 +13,7 @@ from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.config.settings import (
     CONFIG_FILENAME,
     DEFAULT_LAYERS,
+    MAX_WORKER_PAIRS,
     AbSettings,
     GateSettings,
     build_config,
@@ -49,6 +50,7 @@ class AbOptions:
     pytest_args: tuple[str, ...] = ()
     rounds: int | None = None
     budget_s: float | None = None
+    worker_pairs: int | None = None
     setup: str | None = None
     import_root: str | None = None
     baseline_python: str | None = None
@@ -115,6 +117,7 @@ class Plan:
     setup: str | None
     import_root: str
     store_path: Path
+    worker_pairs: int = 1
 
     @property
     def per_round_s(self) -> float:
@@ -137,6 +140,14 @@ def make_plan(options: AbOptions) -> Plan:
     budget_s = options.budget_s if options.budget_s is not None else section.budget_s
     if not (math.isfinite(budget_s) and budget_s > 0):
         raise AbError(f"--budget={budget_s}: expected a positive number of seconds, e.g. 1 or 2s")
+    worker_pairs = (
+        options.worker_pairs if options.worker_pairs is not None else section.worker_pairs
+    )
+    if not 1 <= worker_pairs <= MAX_WORKER_PAIRS:
+        raise AbError(
+            f"--worker-pairs={worker_pairs}: expected 1 to {MAX_WORKER_PAIRS} pairs of worker "
+            f"processes (each pair is two more pytest processes); default {AbSettings().worker_pairs}"
+        )
     store_path = options.store_path or Path(DEFAULTS.store)
     return Plan(
         cwd=cwd,
@@ -151,6 +162,7 @@ def make_plan(options: AbOptions) -> Plan:
         setup=options.setup if options.setup is not None else section.setup,
         import_root=options.import_root if options.import_root is not None else section.import_root,
         store_path=store_path if store_path.is_absolute() else cwd / store_path,
+        worker_pairs=worker_pairs,
     )
 
 

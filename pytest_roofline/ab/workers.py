@@ -73,12 +73,13 @@ _TAIL_CHARS = 3000
 # 1 MiB (docs/paired.md, "Where a window's memory lands").
 LAYOUT_SHIFT_BYTES = 4 << 20
 
-ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray]], bool]
-"""``should_continue(nodeid, base_windows, cand_windows)``: whether test ``nodeid`` needs more
-window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs, never past
+ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray], Sequence[int]], bool]
+"""``should_continue(nodeid, base_windows, cand_windows, worker_pairs)``: whether test ``nodeid``
+needs more window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs, never past
 ``max_pairs``. The arrays are each window's per-call samples (seconds), in window order, of the
 pairs kept (with ``drop_disturbed``, pairs whose window was disturbed on either side are left
-out while at least ``min_pairs`` remain: :mod:`pytest_roofline.ab.pairs`)."""
+out while at least ``min_pairs`` remain: :mod:`pytest_roofline.ab.pairs`); ``worker_pairs``
+says which pair of worker processes measured each kept pair (0-based, ``pair % worker_pairs``)."""
 
 StopWhy = Literal["decided", "max_pairs", "error"]
 
@@ -145,6 +146,10 @@ class WindowSettings:
         uniformly per window (0: none), so that where a test's memory lands is drawn again in
         every window rather than once per process (``plugin.ab_worker``; docs/paired.md, "Where
         a window's memory lands").
+    :param worker_pairs: pairs of worker processes (one per side each) that take the window
+        pairs in turn (pair ``p`` on worker pair ``p % worker_pairs``), so that one test's
+        comparison spans several processes per side and what one process does to a test for
+        its whole life shows as one worker pair disagreeing (``gate.worker_agreement``).
     """
 
     window_s: float = 0.2
@@ -158,6 +163,7 @@ class WindowSettings:
     drop_disturbed: bool = True
     max_replacements: int | None = None
     layout_shift_bytes: int = LAYOUT_SHIFT_BYTES
+    worker_pairs: int = 1
 
     @property
     def replacement_limit(self) -> int:
@@ -177,6 +183,8 @@ class WindowSettings:
             raise ValueError(f"look_every must be at least 1, got {self.look_every}")
         if self.layout_shift_bytes < 0:
             raise ValueError(f"layout_shift_bytes must be >= 0, got {self.layout_shift_bytes}")
+        if self.worker_pairs < 1:
+            raise ValueError(f"worker_pairs must be at least 1, got {self.worker_pairs}")
         if self.max_replacements is not None and self.max_replacements < 0:
             raise ValueError(f"max_replacements must be >= 0, got {self.max_replacements}")
         if self.rewarm_s < 0 or (self.first_warmup_s is not None and self.first_warmup_s < 0):
@@ -209,7 +217,8 @@ class Window:
     protocol run (set-up, sampling, teardown): one clock for both workers on Linux and macOS.
     ``canary`` is the worker's host canary judgement of the window (``None``: canary off) and
     ``canary_s`` the time its readings took, outside the window; ``layout_shift_bytes`` the
-    heap block the worker held through it (where the test's memory landed this time).
+    heap block the worker held through it (where the test's memory landed this time);
+    ``worker_pair`` which pair of worker processes ran it (:attr:`WindowSettings.worker_pairs`).
     """
 
     side: Side
@@ -229,6 +238,7 @@ class Window:
     canary: WindowJudgement | None = None
     canary_s: float = 0.0
     layout_shift_bytes: int = 0
+    worker_pair: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -269,6 +279,14 @@ class TestWindows:
         base = [a for i, a in enumerate(self.base_windows[:n]) if i not in gone]
         cand = [a for i, a in enumerate(self.cand_windows[:n]) if i not in gone]
         return base, cand
+
+    @property
+    def kept_worker_pairs(self) -> tuple[int, ...]:
+        """Which pair of worker processes measured each kept pair (as :attr:`kept` orders them)."""
+        gone = set(self.dropped)
+        n = self.complete_pairs
+        base = [w.worker_pair for w in self.windows if w.side == "baseline"]
+        return tuple(k for i, k in enumerate(base[:n]) if i not in gone)
 
     @property
     def paired_canary(self) -> tuple[PairedWindow, ...]:
@@ -335,12 +353,21 @@ def _tail(path: Path) -> str:
 class _Worker:
     """One side's gateway, channel and scratch stderr file."""
 
-    def __init__(self, spec: SideSpec, group: Any, scratch: Path, settings: WindowSettings) -> None:
+    def __init__(
+        self,
+        spec: SideSpec,
+        group: Any,
+        scratch: Path,
+        settings: WindowSettings,
+        *,
+        number: int = 0,
+    ) -> None:
         import execnet
 
         self.spec = spec
         self.side: Side = spec.side
-        self.stderr_path = scratch / f"worker-{spec.side}.stderr"
+        self.number = number
+        self.stderr_path = scratch / f"worker-{spec.side}-{number}.stderr"
         self._execnet = execnet
         self.info: CollectInfo | None = None
         self.exit_status: int | None = None
@@ -352,7 +379,7 @@ class _Worker:
             )
         # The python= value is split like a shell word list by execnet; chdir, environment and
         # sys.path travel in the first message instead of the spec (any character is safe there).
-        xspec = f"execmodel=main_thread_only//popen//python={spec.python}//id={spec.side}"
+        xspec = f"execmodel=main_thread_only//popen//python={spec.python}//id={spec.side}-{number}"
         try:
             self.gateway = group.makegateway(xspec)
         except Exception as exc:  # execnet raises plain exceptions for a missing interpreter
@@ -493,11 +520,13 @@ class _Worker:
 
 
 class PairedWorkers:
-    """Two persistent pytest workers and the ABBA alternation between them.
+    """Two persistent pytest workers and the ABBA alternation between them; with
+    ``settings.worker_pairs`` above 1, that many pairs of them, taking the window pairs in turn.
 
-    A context manager: entering starts both workers (in parallel) and waits until both have
+    A context manager: entering starts every worker (in parallel) and waits until all have
     collected; leaving stops them, and kills any that does not end within a few seconds (also
-    on an exception or ``KeyboardInterrupt``).
+    on an exception or ``KeyboardInterrupt``). :attr:`collected` and :attr:`final_probes` are
+    the first pair's; :attr:`collected_pairs` and :attr:`final_probe_pairs` every pair's.
 
     :param baseline: how to start the baseline's worker (``side="baseline"``).
     :param candidate: the candidate's (``side="candidate"``).
@@ -523,12 +552,22 @@ class PairedWorkers:
         self.settings = settings or WindowSettings()
         self._log = log
         self._clock = clock
-        self._workers: dict[Side, _Worker] = {}
+        self._pairs: list[dict[Side, _Worker]] = []
         self._group: Any = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self.collected: dict[Side, CollectInfo] = {}
+        self.collected_pairs: list[dict[Side, CollectInfo]] = []
         self.startup_s = 0.0
-        self.final_probes: dict[Side, Mapping[str, Any]] = {}
+        self.final_probe_pairs: list[dict[Side, Mapping[str, Any]]] = []
+
+    @property
+    def collected(self) -> dict[Side, CollectInfo]:
+        """The first pair's collections (every pair runs the same trees and arguments)."""
+        return self.collected_pairs[0] if self.collected_pairs else {}
+
+    @property
+    def final_probes(self) -> dict[Side, Mapping[str, Any]]:
+        """The first pair's final probe records (what its tests imported while they ran)."""
+        return self.final_probe_pairs[0] if self.final_probe_pairs else {}
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> PairedWorkers:
@@ -561,43 +600,58 @@ class PairedWorkers:
         self._scratch = tempfile.TemporaryDirectory(prefix="roofline-workers-")
         scratch = Path(self._scratch.name)
         self._group = execnet.Group()
-        # Both start before either is waited for: interpreter, imports and collection overlap.
-        for side in SIDES:
-            self._workers[side] = _Worker(self.specs[side], self._group, scratch, self.settings)
-        for side in SIDES:
-            info = self._workers[side].collected(self.settings.start_timeout_s)
-            self.collected[side] = info
-            self._log(
-                f"{side} worker (pid {info.pid}): collected {len(info.ids)} tests, "
-                f"{len(info.measured)} measured, in {info.startup_s:.1f} s"
+        # All start before any is waited for: interpreters, imports and collections overlap.
+        count = self.settings.worker_pairs
+        for number in range(count):
+            self._pairs.append(
+                {
+                    side: _Worker(
+                        self.specs[side], self._group, scratch, self.settings, number=number
+                    )
+                    for side in SIDES
+                }
             )
+        for number, workers in enumerate(self._pairs):
+            infos: dict[Side, CollectInfo] = {}
+            for side in SIDES:
+                info = infos[side] = workers[side].collected(self.settings.start_timeout_s)
+                which = f" {number + 1} of {count}" if count > 1 else ""
+                self._log(
+                    f"{side} worker{which} (pid {info.pid}): collected {len(info.ids)} tests, "
+                    f"{len(info.measured)} measured, in {info.startup_s:.1f} s"
+                )
+            self.collected_pairs.append(infos)
         self.startup_s = self._clock() - began
 
     def close(self, *, kill: bool = False) -> None:
         """Stop the workers (politely unless ``kill``) and remove the scratch directory."""
         try:
             if not kill:
-                for side, worker in self._workers.items():
-                    try:
-                        probe = worker.stop(self.KILL_AFTER_S)
-                    except WorkerError as exc:
-                        self._log(f"{side} worker did not stop cleanly: {exc}")
-                        continue
-                    if probe is not None:
-                        self.final_probes[side] = probe
+                for workers in self._pairs:
+                    probes: dict[Side, Mapping[str, Any]] = {}
+                    for side, worker in workers.items():
+                        try:
+                            probe = worker.stop(self.KILL_AFTER_S)
+                        except WorkerError as exc:
+                            self._log(f"{side} worker did not stop cleanly: {exc}")
+                            continue
+                        if probe is not None:
+                            probes[side] = probe
+                    self.final_probe_pairs.append(probes)
         finally:
             if self._group is not None:
                 # exit every gateway, wait a little, then kill what is left
                 self._group.terminate(timeout=self.KILL_AFTER_S if not kill else 1.0)
                 self._group = None
-            self._workers = {}
+            self._pairs = []
             if self._scratch is not None:
                 self._scratch.cleanup()
                 self._scratch = None
 
     @property
     def pids(self) -> dict[Side, int | None]:
-        return {side: w.pid for side, w in self._workers.items()}
+        """The first pair's worker processes."""
+        return {side: w.pid for side, w in (self._pairs[0] if self._pairs else {}).items()}
 
     # -- measuring ----------------------------------------------------------------------------
     def common_tests(self) -> tuple[list[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -646,9 +700,11 @@ class PairedWorkers:
         # its min_pairs and undecided. The drop depends on the canary only, never on the
         # pair's own ratios, so the pairs kept are an unbiased sample.
         while kept < settings.max_pairs and pair < settings.max_pairs + settings.replacement_limit:
+            # Worker pairs take the window pairs in turn; one test's comparison spans them all.
+            workers = self._pairs[pair % len(self._pairs)]
             for side in pair_order(pair):
                 t0 = self._clock()
-                reply = self._workers[side].window(
+                reply = workers[side].window(
                     nodeid, window_s or settings.window_s, settings.window_timeout_s
                 )
                 wall = self._clock() - t0
@@ -659,7 +715,9 @@ class PairedWorkers:
                         f"{counts[side] + 1}): {str(reply.get('message', '')).strip()}"
                     )
                     break
-                windows.append(_window(side, nodeid, pair, counts[side], reply, wall))
+                windows.append(
+                    _window(side, nodeid, pair, counts[side], reply, wall, workers[side].number)
+                )
                 counts[side] += 1
             if error is not None:
                 stop = "error"
@@ -673,8 +731,8 @@ class PairedWorkers:
                 and kept < settings.max_pairs
                 and (kept - settings.min_pairs) % settings.look_every == 0
             ):
-                base, cand = _kept(windows, self._dropped(windows))
-                if not should_continue(nodeid, base, cand):
+                base, cand, groups = _kept(windows, self._dropped(windows))
+                if not should_continue(nodeid, base, cand, groups):
                     stop = "decided"
                     break
         return TestWindows(
@@ -744,19 +802,28 @@ class PairedWorkers:
 
 def _kept(
     windows: Sequence[Window], dropped: Sequence[int]
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
+) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    """The kept pairs' baseline and candidate samples, and the worker pair of each."""
     gone = set(dropped)
-    base = [w.samples_s for w in windows if w.side == "baseline"]
+    base = [w for w in windows if w.side == "baseline"]
     cand = [w.samples_s for w in windows if w.side == "candidate"]
     n = min(len(base), len(cand))
+    kept = [i for i in range(n) if i not in gone]
     return (
-        [a for i, a in enumerate(base[:n]) if i not in gone],
-        [a for i, a in enumerate(cand[:n]) if i not in gone],
+        [base[i].samples_s for i in kept],
+        [cand[i] for i in kept],
+        [base[i].worker_pair for i in kept],
     )
 
 
 def _window(
-    side: Side, nodeid: str, pair: int, index: int, reply: Mapping[str, Any], wall_s: float
+    side: Side,
+    nodeid: str,
+    pair: int,
+    index: int,
+    reply: Mapping[str, Any],
+    wall_s: float,
+    worker_pair: int = 0,
 ) -> Window:
     return Window(
         side=side,
@@ -778,6 +845,7 @@ def _window(
         ),
         canary_s=float(reply.get("canary_s") or 0.0),
         layout_shift_bytes=int(reply.get("layout_shift_bytes") or 0),
+        worker_pair=worker_pair,
     )
 
 

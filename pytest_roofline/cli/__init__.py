@@ -167,7 +167,8 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         "-- [pytest args]"
     )
     parser.epilog = (
-        "Defaults for --rounds, --budget, --setup and --import-root come from the ab: section "
+        "Defaults for --rounds, --budget, --worker-pairs, --setup and --import-root come from "
+        "the ab: section "
         "of roofline.yaml. Exit status: 0 ship, 1 rollback (and escalate under --gate "
         "escalate), 2 usage error or a refused run, 7 an output could not be written. See "
         "docs/paired.md."
@@ -188,6 +189,13 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         "--budget",
         metavar="SECONDS",
         help="measurement time per test and side over all rounds, e.g. 1 or 2s (default 1 s)",
+    )
+    parser.add_argument(
+        "--worker-pairs",
+        type=int,
+        metavar="N",
+        help="pairs of worker processes that take the rounds in turn; a regression rolls back "
+        "only if every pair finds it (default 3; 1 to 8)",
     )
     parser.add_argument(
         "--setup", metavar="CMD", help="shell command run once in each tree before the rounds"

@@ -443,6 +443,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         pytest_args=tuple(args.pytest_args),
         rounds=args.rounds,
         budget_s=budget,
+        worker_pairs=args.worker_pairs,
         setup=args.setup,
         import_root=args.import_root,
         baseline_python=args.baseline_python,

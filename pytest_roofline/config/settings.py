@@ -34,6 +34,7 @@ __all__ = [
     "AB_KEYS",
     "DEFAULTS",
     "GATE_CHOICES",
+    "MAX_WORKER_PAIRS",
     "AbSettings",
     "GateSettings",
     "RooflineConfig",
@@ -63,7 +64,9 @@ GATE_KEYS = (
     "confirm",
     "confirm_time",
 )
-AB_KEYS = ("rounds", "budget", "setup", "import_root")
+AB_KEYS = ("rounds", "budget", "setup", "import_root", "worker_pairs")
+MAX_WORKER_PAIRS = 8
+"""The most pairs of worker processes ``ab`` starts (``ab.worker_pairs``, ``--worker-pairs``)."""
 
 
 DEFAULT_LAYERS: Mapping[str, tuple[str, ...]] = {
@@ -327,21 +330,36 @@ class AbSettings:
     window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one slower than about
     3.2 ms its p95 (20): a regression only in that tail ships, noted as escape risk.
     ``--budget`` or fewer ``--rounds`` bring them back.
+
+    ``worker_pairs`` pairs of worker processes take each test's window pairs in turn, and a
+    regression rolls back only when every pair finds it (``gate.worker_agreement``): three,
+    as many as once measured a regressed test again one after the other, now within the one
+    alternation (``docs/paired.md``, "Three pairs of worker processes, in turn").
     """
 
     rounds: int = 16
     budget_s: float = 1.0
     setup: str | None = None
     import_root: str = "."
+    worker_pairs: int = 3
 
 
 def parse_ab(value: object, *, where: str) -> AbSettings:
-    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 16, budget: 1s, setup: CMD, import_root: src}``."""
+    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 16, budget: 1s, setup: CMD,
+    import_root: src, worker_pairs: 3}``."""
     if value is None:
         return AbSettings()
     value = _section(value, AB_KEYS, where=where)
     defaults = AbSettings()
     rounds = _positive_int(value.get("rounds", defaults.rounds), where=f"{where}.rounds", minimum=3)
+    worker_pairs = _positive_int(
+        value.get("worker_pairs", defaults.worker_pairs), where=f"{where}.worker_pairs", minimum=1
+    )
+    if worker_pairs > MAX_WORKER_PAIRS:
+        raise ConfigError(
+            f"{where}.worker_pairs: expected an integer from 1 to {MAX_WORKER_PAIRS} (each pair is "
+            f"two more pytest processes), got {worker_pairs!r}"
+        )
     budget = value.get("budget")
     budget_s = (
         parse_duration(budget, where=f"{where}.budget") if budget is not None else defaults.budget_s
@@ -361,6 +379,7 @@ def parse_ab(value: object, *, where: str) -> AbSettings:
         budget_s=budget_s,
         setup=texts["setup"],
         import_root=texts["import_root"] or defaults.import_root,
+        worker_pairs=worker_pairs,
     )
 
 

@@ -112,8 +112,15 @@ class PairedStop:
         self._alpha = alpha
 
     def __call__(
-        self, nodeid: str, base_windows: Sequence[np.ndarray], cand_windows: Sequence[np.ndarray]
+        self,
+        nodeid: str,
+        base_windows: Sequence[np.ndarray],
+        cand_windows: Sequence[np.ndarray],
+        worker_pairs: Sequence[int] = (),
     ) -> bool:
+        """Whether more pairs are needed; ``worker_pairs`` (which pair of worker processes
+        measured each window pair) is not used: fresh pairs replicate a regression afterwards
+        (``gate.confirm.replicated``)."""
         found = paired_look(
             base_windows, cand_windows, self._margins, self._plan, alpha=self._alpha, final=False
         )

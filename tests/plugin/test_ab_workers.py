@@ -262,9 +262,13 @@ def test_the_stopping_rule_is_asked_after_whole_abba_blocks_and_can_stop_a_test(
     looks: list[tuple[int, int]] = []
 
     def should_continue(
-        nodeid: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]
+        nodeid: str,
+        base: Sequence[np.ndarray],
+        cand: Sequence[np.ndarray],
+        worker_pairs: Sequence[int],
     ) -> bool:
         assert nodeid == "tests/test_perf.py::test_other"
+        assert list(worker_pairs) == [0, 0]  # one pair of workers measured both pairs
         looks.append((len(base), len(cand)))
         return False
 
@@ -362,6 +366,37 @@ def test_stopping_ends_both_processes(sides: tuple[Path, Path]) -> None:
     assert set(workers.final_probes) == {"baseline", "candidate"}
 
 
+def test_pairs_of_workers_take_the_window_pairs_in_turn(sides: tuple[Path, Path]) -> None:
+    base, cand = sides
+    groups: list[list[int]] = []
+
+    def should_continue(
+        name: str,
+        base_windows: Sequence[np.ndarray],
+        cand_windows: Sequence[np.ndarray],
+        worker_pairs: Sequence[int],
+    ) -> bool:
+        groups.append(list(worker_pairs))
+        return True
+
+    settings = dataclasses.replace(FAST, worker_pairs=2)
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), settings) as workers:
+        pids = {info.pid for pair in workers.collected_pairs for info in pair.values()}
+        assert len(workers.collected_pairs) == 2 and len(pids) == 4  # four processes
+        test = workers.measure_test("tests/test_perf.py::test_other", should_continue)
+    assert all(gone(pid) for pid in pids)
+    # Pair p ran on worker pair p % 2 (a pair the canary dropped is replaced by the next).
+    turns = [p % 2 for p in range(test.pairs)]
+    for side in ("baseline", "candidate"):
+        assert [w.worker_pair for w in test.windows if w.side == side] == turns
+    kept = tuple(k for p, k in enumerate(turns) if p not in test.dropped)
+    assert test.kept_worker_pairs == kept
+    # The stop rule was told which worker pair measured each kept pair.
+    assert groups and all(set(g) <= {0, 1} for g in groups)
+    # Every worker's final probe came back, pair by pair.
+    assert [set(probes) for probes in workers.final_probe_pairs] == [{"baseline", "candidate"}] * 2
+
+
 def test_a_missing_working_directory_names_the_side(tmp_path: Path) -> None:
     base = make_side(tmp_path / "a", 1, n=200)
     with (
@@ -433,7 +468,12 @@ def test_pairs_with_a_disturbed_window_are_dropped_and_the_canary_is_off_without
     nodeid = "tests/test_perf.py::test_kernel"
     seen: list[int] = []
 
-    def should_continue(name: str, base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> bool:
+    def should_continue(
+        name: str,
+        base: Sequence[np.ndarray],
+        cand: Sequence[np.ndarray],
+        worker_pairs: Sequence[int],
+    ) -> bool:
         seen.append(len(base))
         return True
 

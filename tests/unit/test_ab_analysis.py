@@ -373,17 +373,23 @@ def test_a_tree_module_named_like_the_standard_library_is_not_mistaken_for_a_sha
 def test_the_ab_section_sets_the_commands_defaults() -> None:
     assert parse_ab(None, where="x") == AbSettings()
     settings = parse_ab(
-        {"rounds": 12, "budget": "2s", "setup": "make", "import_root": "src"}, where="x"
+        {"rounds": 12, "budget": "2s", "setup": "make", "import_root": "src", "worker_pairs": 2},
+        where="x",
     )
-    assert settings == AbSettings(rounds=12, budget_s=2.0, setup="make", import_root="src")
+    assert settings == AbSettings(
+        rounds=12, budget_s=2.0, setup="make", import_root="src", worker_pairs=2
+    )
 
 
 def test_ab_keeps_up_to_sixteen_window_pairs_of_a_sixteenth_of_the_budget_by_default() -> None:
     # Stop 27: at the same 1 s budget, 16 pairs decided A/A and +10% where 8 could not
     # (docs/paired.md, "Sixteen window pairs"); the documented tail thresholds follow from it.
     defaults = AbSettings()
-    windows = ab_windows(defaults.rounds, defaults.budget_s)
+    windows = ab_windows(defaults.rounds, defaults.budget_s, defaults.worker_pairs)
     assert (windows.min_pairs, windows.max_pairs, windows.window_s) == (4, 16, 0.0625)
+    # Three pairs of worker processes take the pairs in turn (docs/paired.md, "Three pairs of
+    # worker processes, in turn"), as many as once measured a regression one after the other.
+    assert windows.worker_pairs == 3
 
 
 @pytest.mark.parametrize(
@@ -394,6 +400,9 @@ def test_ab_keeps_up_to_sixteen_window_pairs_of_a_sixteenth_of_the_budget_by_def
         ({"budget": "soon"}, r"x.budget: expected a duration"),
         ({"setup": ""}, r"x.setup: expected a non-empty string \(a shell command\)"),
         ({"import_root": 3}, r"x.import_root: expected a non-empty string"),
+        ({"worker_pairs": 0}, r"x.worker_pairs: expected an integer >= 1, got 0"),
+        ({"worker_pairs": 9}, r"x.worker_pairs: expected an integer from 1 to 8 .*, got 9"),
+        ({"worker_pairs": "3"}, r"x.worker_pairs: expected an integer >= 1, got '3'"),
         ([4], r"x: expected a mapping"),
     ],
 )

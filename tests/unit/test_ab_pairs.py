@@ -13,13 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.ab import ab_windows, analyse_windows, load_paired
-from pytest_roofline.ab.analysis import (
-    AssessedStop,
-    ab_plan,
-    paired_margin,
-    regressed,
-    replication,
-)
+from pytest_roofline.ab.analysis import AssessedStop, ab_plan, agreed_regression, paired_margin
 from pytest_roofline.ab.pairs import DROP_FLOORS, pair_severity, paired_windows, pairs_to_drop
 from pytest_roofline.ab.workers import CollectInfo, Side, TestWindows, Window, pair_order
 from pytest_roofline.config.settings import GateSettings
@@ -28,9 +22,8 @@ from pytest_roofline.measure.canary import WindowJudgement
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
+from pytest_roofline.stats import paired
 from pytest_roofline.store import RunRecord, Store
-
-from .test_policy import comparison
 
 NODEID = "t.py::test_kernel"
 FLOORS = {"python": 1.2, "stream": 1.2}
@@ -154,17 +147,27 @@ def payload(samples: np.ndarray) -> dict[str, object]:
 
 
 def windows(
-    effect: float, pairs: int, disturbed: dict[int, Side], seed: int = 0
+    effect: float,
+    pairs: int,
+    disturbed: dict[int, Side],
+    seed: int = 0,
+    *,
+    worker_pairs: int = 1,
+    process_effect: dict[int, float] | None = None,
 ) -> tuple[Window, ...]:
     """``pairs`` ABBA pairs sharing a per-pair machine speed; ``disturbed`` pair -> the side whose
-    window ran 4x slower and whose canary said so."""
+    window ran 4x slower and whose canary said so. Pair ``p`` runs on worker pair
+    ``p % worker_pairs``, whose candidate process runs ``process_effect[k]`` slower (a
+    process's lifelong draw) instead of ``effect`` when given."""
     rng = np.random.default_rng(seed)
     out = []
     for pair in range(pairs):
         speed = rng.lognormal(0, 0.1)
+        worker_pair = pair % worker_pairs
+        change = (process_effect or {}).get(worker_pair, effect)
         for side in pair_order(pair):
             slow = disturbed.get(pair) == side
-            samples = speed * (effect if side == "candidate" else 1.0) * 1e-3
+            samples = speed * (change if side == "candidate" else 1.0) * 1e-3
             samples = samples * (4.0 if slow else 1.0) * rng.lognormal(0, 0.02, 60)
             out.append(
                 Window(
@@ -173,6 +176,7 @@ def windows(
                     wall_s=0.08, started_ns=0, finished_ns=0, cpu_share=None,
                     result=payload(samples),
                     canary=judgement("disturbed", 4.0) if slow else QUIET, canary_s=0.001,
+                    worker_pair=worker_pair,
                 )
             )  # fmt: skip
     return tuple(out)
@@ -186,7 +190,7 @@ def collect(side: Side, commit: str) -> CollectInfo:
     )  # fmt: skip
 
 
-def analyse(test: TestWindows, *replicas: TestWindows) -> tuple[dict[str, object], list[object]]:
+def analyse(test: TestWindows, worker_pairs: int = 1) -> tuple[dict[str, object], list[object]]:
     gate = GateSettings()
     document, stored = analyse_windows(
         {NODEID: test},
@@ -198,7 +202,7 @@ def analyse(test: TestWindows, *replicas: TestWindows) -> tuple[dict[str, object
         started=1.0,
         finished=2.0,
         max_pairs=8,
-        replicas=[{NODEID: replica} for replica in replicas] if replicas else None,
+        worker_pairs=worker_pairs,
     )
     return document.to_json(), list(stored)
 
@@ -253,96 +257,91 @@ def test_dropped_pairs_are_replaced_up_to_half_of_max_pairs_by_default() -> None
         WindowSettings(max_replacements=-1)
 
 
-# ------------------------------------------------------------------ fresh pairs of workers
-def measured(effect: float, pairs: int, seed: int) -> TestWindows:
+# ------------------------------------------------------------------ pairs of worker processes
+def measured(
+    effect: float, pairs: int, seed: int, *, stop: str = "decided", **processes: Any
+) -> TestWindows:
     return TestWindows(
-        NODEID, windows(effect, pairs, {}, seed=seed), pairs=pairs, stop="decided", wall_s=1.0
+        NODEID,
+        windows(effect, pairs, {}, seed=seed, worker_pairs=3, **processes),
+        pairs=pairs,
+        stop=stop,  # type: ignore[arg-type]
+        wall_s=1.0,
     )
 
 
-def decided(*pairs: TestWindows) -> tuple[dict[str, Any], str]:
-    """The test's record after ``pairs`` (the first pair's windows, then each fresh pair's),
-    and its reasons joined."""
-    document, _ = analyse(*pairs)
-    (test,) = document["tests"]  # type: ignore[misc]
-    return test, " ".join(test["reasons"])
+def decided(test: TestWindows) -> tuple[dict[str, Any], str]:
+    """The test's record measured on three pairs of workers in turn, and its reasons joined."""
+    document, _ = analyse(test, worker_pairs=3)
+    (record,) = document["tests"]  # type: ignore[misc]
+    return record, " ".join(record["reasons"])
 
 
-def test_a_regression_every_fresh_pair_of_workers_finds_too_rolls_back() -> None:
-    first, second, third = measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.5, 4, 2)
-    assert regressed({NODEID: first}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
-    assert regressed({NODEID: second}, GateSettings(), ab_windows(8, 1.0)) == [NODEID]
-    test, reasons = decided(first, second, third)
+def test_a_regression_every_pair_of_workers_finds_rolls_back() -> None:
+    test, reasons = decided(measured(1.5, 6, 0))
     confirmation = test["confirmation"]
     assert (test["decision"], confirmation["state"], confirmation["pairs"]) == (
-        "rollback", "confirmed", 16,
+        "rollback", "confirmed", 6,
     )  # fmt: skip
-    for nth in ("second", "third"):
-        assert f"reproduced by a {nth} pair of worker processes" in reasons
+    assert "found by each of the 3 pairs of worker processes" in reasons
+    assert "p50 by worker pair: x1.499, x1.502, x1.501 (each needs x1.025)" in reasons
 
 
-def test_two_pairs_of_workers_are_not_enough_to_roll_back() -> None:
-    # What the command measures after a third pair failed: the regression stays unconfirmed.
-    first, second = measured(1.5, 6, 0), measured(1.5, 6, 1)
-    failed = TestWindows(NODEID, (), 0, "error", 0.0, error="worker pid 9 died")
-    test, reasons = decided(first, second, failed)
-    assert test["decision"] == "escalate"
-    assert "reproduced by a second pair of worker processes" in reasons
-    assert "a third pair of worker processes could not measure it again" in reasons
-    assert "a rollback needs 3 pairs of processes to find it" in reasons
-
-
-def test_a_regression_the_third_pair_of_workers_does_not_find_escalates() -> None:
-    # Two pairs' candidate processes ran the unchanged test 1.5x slower; a third does not.
-    test, reasons = decided(measured(1.5, 6, 0), measured(1.5, 6, 1), measured(1.0, 8, 2))
+def test_a_regression_one_pair_of_workers_does_not_find_escalates() -> None:
+    # Two pairs' candidate processes ran the unchanged test 1.5x slower for their whole life; the
+    # third pair's did not. The pooled pairs establish a regression; the third pair disagrees.
+    test, reasons = decided(measured(1.0, 8, 2, stop="max_pairs", process_effect={0: 1.5, 1: 1.5}))
+    assert test["change"]["p50"]["outcome"] == "different"  # what the pooled pairs say
     confirmation = test["confirmation"]
-    assert (test["decision"], confirmation["state"], confirmation["pairs"]) == (
-        "escalate", "inconclusive", 20,
-    )  # fmt: skip
-    assert "a third pair of worker processes did not find it" in reasons
+    assert (test["decision"], confirmation["state"]) == ("escalate", "inconclusive")
+    assert "but not by every one of the 3 pairs of worker processes" in reasons
     assert "the processes differ, not necessarily the code" in reasons
 
 
-def test_a_fresh_pair_confirms_a_regression_in_another_quantile_than_the_first_pair() -> None:
-    # The sequential stop ends a pair at the first quantile that crosses its boundary, so the
-    # first pair may stop on a tail and the next on p50: both found the test regressed. Here
-    # the fresh pairs' windows are too short for a p99 (UNKNOWN), but their p50 is DIFFERENT.
+def test_a_pair_of_workers_that_kept_no_window_pair_cannot_agree() -> None:
+    # Four pairs on three worker pairs (1, 2, 3, 1); pair 3's only window pair was dropped.
+    test = TestWindows(
+        NODEID,
+        windows(1.5, 4, {2: "candidate"}, worker_pairs=3),
+        pairs=4,
+        stop="max_pairs",
+        wall_s=1.0,
+        dropped=(2,),
+    )
+    assert test.kept_worker_pairs == (0, 1, 0)
+    record, reasons = decided(test)
+    assert record["decision"] == "escalate"
+    assert "x1.5" in reasons and "none kept" in reasons
+
+
+def test_with_one_pair_of_workers_the_pooled_comparison_decides() -> None:
+    test = TestWindows(NODEID, windows(1.5, 6, {}), pairs=6, stop="decided", wall_s=1.0)
+    document, _ = analyse(test, worker_pairs=1)
+    (record,) = document["tests"]  # type: ignore[misc]
+    assert record["decision"] == "rollback"
+    assert record.get("confirmation") is None
+
+
+def test_an_unchanged_test_needs_no_agreement() -> None:
     gate = GateSettings()
     margins = {name: paired_margin(gate, name) for name in ("p50", "p95", "p99")}
-    plan = ab_plan(gate, ab_windows(8, 1.0), 1)
-    first_look = {
-        "p50": comparison("suspect", 1.4, 0.9, 1.6, quantile=0.5),
-        "p99": comparison("regression", 1.5, 1.3, 1.6, quantile=0.99),
-    }
-    again = [measured(1.5, 6, 1), measured(1.5, 6, 2)]
-    confirmed = replication(measured(1.5, 6, 0), first_look, again, margins, plan, gate, "ab")
-    assert confirmed.state == "confirmed", confirmed.reason
-    second = confirmed.reason.split("reproduced by a second pair")[1]
-    assert "p50 DIFFERENT" in second and "p99 UNKNOWN" in second
-    # An unchanged fresh pair finds no quantile DIFFERENT: the processes differ.
-    unchanged = [measured(1.0, 8, 3)]
-    assert (
-        replication(measured(1.5, 6, 0), first_look, unchanged, margins, plan, gate, "ab").state
-        == "inconclusive"
-    )
+    same = measured(1.0, 8, 4)
+    look = {"p50": paired.compare_paired(*same.kept, 0.5, delta=margins["p50"], alpha=0.05)}
+    assert look["p50"].comparison.outcome != "different"
+    assert agreed_regression(same, look, 3, margins, "ab") is None
 
 
-def test_a_regression_only_the_first_pair_of_workers_finds_escalates() -> None:
-    # The first pair's candidate process ran the unchanged test 1.5x slower; a fresh pair does not.
-    first = measured(1.5, 6, 0)
-    document, _ = analyse(first, measured(1.0, 8, 1))
-    (test,) = document["tests"]  # type: ignore[misc]
-    assert test["decision"] == "escalate"
-    assert test["confirmation"]["state"] == "inconclusive"
-    assert any("a second pair of worker processes did not find it" in r for r in test["reasons"])
-    # A second pair that measured nothing confirms nothing either.
-    failed = TestWindows(NODEID, (), 0, "error", 0.0, error="worker pid 7 died\ntraceback")
-    document, _ = analyse(first, failed)
-    (test,) = document["tests"]  # type: ignore[misc]
-    assert test["decision"] == "escalate"
-    assert any("could not measure it again (worker pid 7 died)" in r for r in test["reasons"])
-
-
-def test_an_unchanged_test_is_not_measured_again() -> None:
-    same = TestWindows(NODEID, windows(1.0, 8, {}), pairs=8, stop="decided", wall_s=1.0)
-    assert regressed({NODEID: same}, GateSettings(), ab_windows(8, 1.0)) == []
+def test_the_stop_rule_goes_on_while_a_pair_of_workers_does_not_find_the_regression() -> None:
+    gate = GateSettings()
+    margins = {name: paired_margin(gate, name) for name in ("p50",)}
+    rule = AssessedStop(margins, ab_plan(gate, ab_windows(16, 1.0), 1), alpha=gate.alpha,
+                        worker_pairs=3)  # fmt: skip
+    everywhere = measured(1.5, 8, 5)
+    base, cand = everywhere.kept
+    assert rule(NODEID, base, cand, everywhere.kept_worker_pairs) is False  # decided
+    biased = measured(1.0, 8, 6, process_effect={0: 1.6, 1: 1.6})
+    base, cand = biased.kept
+    groups = biased.kept_worker_pairs
+    found = paired.compare_paired(base, cand, 0.5, delta=margins["p50"], alpha=gate.alpha)
+    assert found.comparison.ratio > 1.2  # the pooled pairs see a regression...
+    assert rule(NODEID, base, cand, groups) is True  # ...that pair 3 does not: more pairs
