@@ -47,8 +47,10 @@ __all__ = [
 REPRODUCIBLE_TAGS = ("git_commit", "git_dirty")
 """Tags a worktree of the baseline's commit reproduces (the candidate side is the current tree)."""
 ROLLBACK_WORKER_PAIRS = 3
-"""How many pairs of worker processes must each find a paired regression before it rolls back
-(:func:`replicated`): the first pair and two fresh ones. Two were not enough: at 12 window
+"""How many pairs of worker processes must each find a paired regression of a two-run session's
+confirmation before it rolls back (:func:`replicated`): the first pair and two fresh ones.
+(``pytest-roofline ab`` runs its pairs in turn instead, ``ab.worker_pairs``, default 3:
+``gate.worker_agreement``.) Two were not enough: at 12 window
 pairs a process-level bias of an unchanged elementwise test was found by both in 4 of 32 A/A
 runs (``docs/paired.md``)."""
 PAIRED_PROCESS_FLOOR: Mapping[str, float] = MappingProxyType(
