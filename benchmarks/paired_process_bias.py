@@ -100,9 +100,11 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
                 # What each pair of worker processes found on its own window pairs.
                 found = re.findall(r"(p\d\d) by worker pair: ([^()]*)\(", confirmation["reason"])
                 state += " (" + "; ".join(f"{q} {v.strip()}" for q, v in found) + ")"
+            # An escalation's first reason says which quantile stayed UNKNOWN, or what else.
+            why = f" ({test['reasons'][0][:160]})" if test["decision"] == "escalate" else ""
             row.append(
                 f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
-                f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()
+                f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip() + why
             )
         print(
             f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row),
