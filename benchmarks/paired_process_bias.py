@@ -104,7 +104,8 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
             why = f" ({test['reasons'][0][:160]})" if test["decision"] == "escalate" else ""
             row.append(
                 f"{test['nodeid']} {test['decision']} p50 x{p50['ratio']:.3f} "
-                f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip() + why
+                f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()
+                + why
             )
         print(
             f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row),

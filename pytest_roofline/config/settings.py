@@ -321,15 +321,16 @@ class AbSettings:
     """Defaults of ``pytest-roofline ab`` from the ``ab:`` section (the command line overrides them).
 
     ``budget_s`` is the measurement time per test and side over all rounds (each round gets
-    ``budget_s / rounds``). Sixteen rounds (eight until stop 27): measured here on the
-    validation fixture (``docs/paired.md``, "Sixteen window pairs"), side by side at the same
-    1 s budget, 16 pairs shipped 29 of 30 A/A test-trials and rolled back 30 of 30 uniform +10%
-    ones, against 19 and 20 of 30 at 8 pairs, in no more wall time (the sequential stop decides
-    most tests early). The price is shorter windows: one second a side gives a 1 ms call ~62
-    samples a window, so a call slower than about 0.63 ms has its p99 not assessed (100 a
-    window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one slower than about
-    3.2 ms its p95 (20): a regression only in that tail ships, noted as escape risk.
-    ``--budget`` or fewer ``--rounds`` bring them back.
+    ``budget_s / rounds``). Twenty-four rounds of 1.5 s (sixteen of 1 s until stop 29, eight
+    until stop 27), windows of 62.5 ms either way: measured here on the validation fixture
+    (``docs/paired.md``, "Twenty-four window pairs"), side by side, 24 pairs escalated 3 of 30
+    A/A test-trials against 10 of 30 at 16 and rolled back 30 of 30 uniform +10% ones at both,
+    in a median 30 s against 29 s a run (the sequential stop decides most tests early; only
+    the undecided ones use the extra pairs). The price of short windows: one 62.5 ms window
+    gives a 1 ms call ~62 samples, so a call slower than about 0.63 ms has its p99 not
+    assessed (100 a window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one
+    slower than about 3.2 ms its p95 (20): a regression only in that tail ships, noted as
+    escape risk. A larger ``--budget`` at the same ``--rounds`` brings them back.
 
     ``worker_pairs`` pairs of worker processes take each test's window pairs in turn, and a
     regression rolls back only when every pair finds it (``gate.worker_agreement``): three,
@@ -337,15 +338,15 @@ class AbSettings:
     alternation (``docs/paired.md``, "Three pairs of worker processes, in turn").
     """
 
-    rounds: int = 16
-    budget_s: float = 1.0
+    rounds: int = 24
+    budget_s: float = 1.5
     setup: str | None = None
     import_root: str = "."
     worker_pairs: int = 3
 
 
 def parse_ab(value: object, *, where: str) -> AbSettings:
-    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 16, budget: 1s, setup: CMD,
+    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 24, budget: 1.5s, setup: CMD,
     import_root: src, worker_pairs: 3}``."""
     if value is None:
         return AbSettings()

@@ -381,12 +381,13 @@ def test_the_ab_section_sets_the_commands_defaults() -> None:
     )
 
 
-def test_ab_keeps_up_to_sixteen_window_pairs_of_a_sixteenth_of_the_budget_by_default() -> None:
-    # Stop 27: at the same 1 s budget, 16 pairs decided A/A and +10% where 8 could not
-    # (docs/paired.md, "Sixteen window pairs"); the documented tail thresholds follow from it.
+def test_ab_keeps_up_to_twenty_four_window_pairs_of_62_5_ms_by_default() -> None:
+    # Stop 29: side by side at the same 62.5 ms windows, 24 pairs (1.5 s) escalated 3 of 30 A/A
+    # test-trials against 10 of 30 at 16 (1 s), in the same wall time (docs/paired.md,
+    # "Twenty-four window pairs"); the documented tail thresholds follow from the window length.
     defaults = AbSettings()
     windows = ab_windows(defaults.rounds, defaults.budget_s, defaults.worker_pairs)
-    assert (windows.min_pairs, windows.max_pairs, windows.window_s) == (4, 16, 0.0625)
+    assert (windows.min_pairs, windows.max_pairs, windows.window_s) == (4, 24, 0.0625)
     # Three pairs of worker processes take the pairs in turn (docs/paired.md, "Three pairs of
     # worker processes, in turn"), as many as once measured a regression one after the other.
     assert windows.worker_pairs == 3
