@@ -13,7 +13,7 @@ numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
 ``gate_validation.py --neighbour`` does. At the end it prints the tally of decisions and of
 dropped window pairs over all runs.
 
-Usage: python benchmarks/paired_process_bias.py [--rounds 16] [--budget 1] [--runs 8]
+Usage: python benchmarks/paired_process_bias.py [--rounds 24] [--budget 1.5] [--runs 8]
 [-k elementwise] [--scenario none] [--neighbour [--seed 1]]
 """
 
@@ -38,7 +38,7 @@ from pytest_roofline.config.settings import AbSettings
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=AbSettings().rounds)
-    parser.add_argument("--budget", type=float, default=1.0)
+    parser.add_argument("--budget", type=float, default=AbSettings().budget_s)
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("-k", dest="keyword", default="elementwise", help="'' for every test")
     parser.add_argument(

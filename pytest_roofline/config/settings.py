@@ -323,10 +323,11 @@ class AbSettings:
     ``budget_s`` is the measurement time per test and side over all rounds (each round gets
     ``budget_s / rounds``). Twenty-four rounds of 1.5 s (sixteen of 1 s until stop 29, eight
     until stop 27), windows of 62.5 ms either way: measured here on the validation fixture
-    (``docs/paired.md``, "Twenty-four window pairs"), side by side, 24 pairs escalated 3 of 30
-    A/A test-trials against 10 of 30 at 16 and rolled back 30 of 30 uniform +10% ones at both,
-    in a median 30 s against 29 s a run (the sequential stop decides most tests early; only
-    the undecided ones use the extra pairs). The price of short windows: one 62.5 ms window
+    (``docs/paired.md``, "Twenty-four window pairs"), side by side in three blocks, 24 pairs
+    escalated 21 of 130 A/A test-trials against 34 of 130 at 16 (Fisher p = 0.068) and
+    rolled back 129 of 130 uniform +10% ones at both, in a median 30-37 s a run against
+    29-31 s (the sequential stop decides most tests early;
+    mostly the undecided ones use the extra pairs). The price of short windows: one 62.5 ms window
     gives a 1 ms call ~62 samples, so a call slower than about 0.63 ms has its p99 not
     assessed (100 a window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one
     slower than about 3.2 ms its p95 (20): a regression only in that tail ships, noted as

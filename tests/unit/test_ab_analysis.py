@@ -382,8 +382,8 @@ def test_the_ab_section_sets_the_commands_defaults() -> None:
 
 
 def test_ab_keeps_up_to_twenty_four_window_pairs_of_62_5_ms_by_default() -> None:
-    # Stop 29: side by side at the same 62.5 ms windows, 24 pairs (1.5 s) escalated 3 of 30 A/A
-    # test-trials against 10 of 30 at 16 (1 s), in the same wall time (docs/paired.md,
+    # Stop 29: side by side at the same 62.5 ms windows, 24 pairs (1.5 s) escalated 21 of 130
+    # A/A test-trials against 34 of 130 at 16 (1 s), at 0-19% more wall time (docs/paired.md,
     # "Twenty-four window pairs"); the documented tail thresholds follow from the window length.
     defaults = AbSettings()
     windows = ab_windows(defaults.rounds, defaults.budget_s, defaults.worker_pairs)
