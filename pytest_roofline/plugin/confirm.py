@@ -115,6 +115,28 @@ class ConfirmPlan:
         commit = self.commit or self.baseline_commit
         return ab_command(nodeid, commit) if commit else None
 
+    def unsettled_note(self, escalated_unconfirmed: int) -> str | None:
+        """The terminal's line when this session's paired rounds could settle nothing and
+        ``escalated_unconfirmed`` escalated tests carry that ``unavailable`` confirmation
+        (``None`` otherwise).
+
+        Each test's reasons say it too, but a newcomer comparing a copy without git history
+        (a downloaded archive, a checkout git refuses to read) sees only "not settled by
+        paired rounds" on several unchanged tests; one line says why all of them at once.
+
+        >>> ConfirmPlan(None, "the baseline run recorded no git commit").unsettled_note(5)[:60]
+        '5 escalated test(s) were not settled by paired rounds, which '
+        >>> ConfirmPlan("abc", None).unsettled_note(5) is None
+        True
+        """
+        if self.available or self.reason is None or escalated_unconfirmed <= 0:
+            return None
+        return (
+            f"{escalated_unconfirmed} escalated test(s) were not settled by paired rounds, which "
+            f"need a worktree of the baseline's commit: {self.reason} (docs/gate.md, \"Paired "
+            'confirmation of a first-look regression")'
+        )
+
     def to_dict(self) -> dict[str, str | None]:
         return {
             "commit": self.commit,

@@ -934,6 +934,17 @@ class RooflineSession:
             return
         if self.blas_warning is not None:
             self._files.insert(0, f"roofline: note: {self.blas_warning}")
+        unsettled = self.confirm_plan.unsettled_note(
+            sum(
+                1
+                for t in self.document.tests
+                if t.decision == "escalate"
+                and t.confirmation is not None
+                and t.confirmation.state == "unavailable"
+            )
+        )
+        if unsettled is not None:
+            self._files.insert(0, f"roofline: note: {unsettled}")
         if not self.settings.summary:
             for line in self._files:
                 terminalreporter.write_line(terminal_safe(line))

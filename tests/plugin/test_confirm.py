@@ -207,6 +207,30 @@ def test_without_confirmation_the_first_look_is_decided_at_once_with_the_command
     assert test["confirmation"]["command"].startswith("pytest-roofline ab --baseline=")
 
 
+def test_the_summary_says_once_why_escalations_were_not_settled_by_paired_rounds(
+    repo: Path,
+) -> None:
+    # A newcomer comparing a copy git cannot check out sees several unchanged tests escalated
+    # "not settled by paired rounds"; the summary names the one reason for all of them. Here
+    # a data-layer tag changed too, so the x3 escalates and no worktree can stand in.
+    (repo / "roofline.yaml").write_text(ROOFLINE_YAML + "tags:\n  dataset: v2\n")
+    git(repo, "commit", "-q", "-am", "a tag of the data layer changes")
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json", env={"HOST_SLOW": "3"})
+    test = record_of(repo)
+    assert test["decision"] == "escalate", test["reasons"]
+    assert test["confirmation"]["state"] == "unavailable"
+    assert (
+        "roofline: note: 1 escalated test(s) were not settled by paired rounds, which need a "
+        "worktree of the baseline's commit: besides the code, dataset"
+    ) in done.stdout, done.stdout
+
+
+def test_a_session_whose_rounds_ran_prints_no_unsettled_note(repo: Path) -> None:
+    done = run(repo, "--roofline-baseline=main", "--roofline-json=out.json", env={"HOST_SLOW": "3"})
+    assert record_of(repo)["confirmation"]["state"] == "overturned"
+    assert "were not settled by paired rounds" not in done.stdout, done.stdout
+
+
 def test_a_baseline_with_another_data_layer_tag_is_not_confirmed_by_a_worktree(
     repo: Path,
 ) -> None:
