@@ -326,12 +326,12 @@ class AbSettings:
     (``docs/paired.md``, "Twenty-four window pairs"), side by side in three blocks, 24 pairs
     escalated 21 of 130 A/A test-trials against 34 of 130 at 16 (Fisher p = 0.068) and
     rolled back 129 of 130 uniform +10% ones at both, in a median 30-37 s a run against
-    29-31 s (the sequential stop decides most tests early;
-    mostly the undecided ones use the extra pairs). The price of short windows: one 62.5 ms window
-    gives a 1 ms call ~62 samples, so a call slower than about 0.63 ms has its p99 not
-    assessed (100 a window, :func:`pytest_roofline.stats.paired.min_round_samples`) and one
-    slower than about 3.2 ms its p95 (20): a regression only in that tail ships, noted as
-    escape risk. A larger ``--budget`` at the same ``--rounds`` brings them back.
+    29-31 s (the sequential stop decides most tests early; mostly the undecided ones use the
+    extra pairs). The price of short windows: one 62.5 ms window gives a 1 ms call ~62
+    samples, so a call slower than about 0.63 ms has its p99 not assessed (100 a window,
+    :func:`pytest_roofline.stats.paired.min_round_samples`) and one slower than about 3.2 ms
+    its p95 (20): a regression only in that tail ships, noted as escape risk. A larger
+    ``--budget`` at the same ``--rounds`` brings them back.
 
     ``worker_pairs`` pairs of worker processes take each test's window pairs in turn, and a
     regression rolls back only when every pair finds it (``gate.worker_agreement``): three,
