@@ -277,6 +277,8 @@ class TestEvidence:
     involuntary_switches: int | None = None
     # Share of the machine's CPU time other processes used while the test was measured.
     other_cpu_share: float | None = None
+    # Wall time of the window that ``involuntary_switches`` and ``other_cpu_share`` cover.
+    host_wall_s: float | None = None
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
@@ -676,6 +678,9 @@ def evaluate(
         if watched is not None and watched.host is not None
         else None,
         other_cpu_share=watched.host.other_cpu_share
+        if watched is not None and watched.host is not None
+        else None,
+        host_wall_s=watched.host.wall_s
         if watched is not None and watched.host is not None
         else None,
         # Within one run, so the user's smallest p50 effect is the margin: the label's
