@@ -128,6 +128,8 @@ class BaselineEntry:
     # Per history run (aligned with ``history_samples``): quantiles known without samples, as a
     # pytest-benchmark run saved without ``--benchmark-save-data`` has them (``{"p50": s}``).
     history_quantiles_s: tuple[Mapping[str, float], ...] = ()
+    # The baseline run's CPU share while sampling (task-clock per busy thread; None without it).
+    cpu_share: float | None = None
 
     @classmethod
     def of(
@@ -146,6 +148,7 @@ class BaselineEntry:
             history_samples=tuple(history),
             commits=tuple(commits),
             history_quantiles_s=tuple(history_quantiles_s),
+            cpu_share=measurement.counters.cpu_share if measurement.counters else None,
         )
 
 
@@ -279,6 +282,8 @@ class TestEvidence:
     other_cpu_share: float | None = None
     # Wall time of the window that ``involuntary_switches`` and ``other_cpu_share`` cover.
     host_wall_s: float | None = None
+    # The baseline run's ``cpu_share`` for this test (None: no baseline, or no task-clock).
+    baseline_cpu_share: float | None = None
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
@@ -683,6 +688,7 @@ def evaluate(
         host_wall_s=watched.host.wall_s
         if watched is not None and watched.host is not None
         else None,
+        baseline_cpu_share=entry.cpu_share if entry is not None else None,
         # Within one run, so the user's smallest p50 effect is the margin: the label's
         # run-to-run noise floor is not noise between a soak's windows.
         soak=assess_soak(

@@ -320,14 +320,18 @@ def _regression(
         missing.append("a paired confirmation against the baseline's commit")
         return
     waits = _cpu_waits(e, name, c)
-    if waits is not None and margin is not None:
+    if waits is not None:
         factor, host_text = waits
-        bar = 1.0 + (max(floor, margin.max_margin) if unattributed is not None else floor)
+        young = unattributed is not None and margin is not None
+        bar = 1.0 + (max(floor, margin.max_margin) if young and margin is not None else floor)
         if not c.ci.low >= bar * factor:
             escalate.append(
-                f"{text}, but {host_text}: waits for a CPU can make every call up to "
-                f"x{factor:.2f} slower, so without paired rounds a rollback needs a lower bound "
-                f"past x{bar * factor:.3f}" + settle
+                f"{text}, but {host_text}: waits for a CPU can account for about x{factor:.2f} "
+                f"of its calls' time, so without paired rounds a rollback needs a lower bound of "
+                f"x{bar * factor:.3f} or more"
+                + (f" ({confirmation.reason})" if confirmation else "")
+                # On the same commit paired rounds would compare the code with itself.
+                + ("" if e.same_code else settle)
             )
             missing.append(
                 "a p50 measured without waiting for a CPU (a quieter host, or paired rounds)"
@@ -649,46 +653,54 @@ def _contended(e: TestEvidence) -> bool:
 
 
 WAITED_CALLS = 0.5
-"""Preemptions per call from which a test's median call is taken to include a wait for a CPU."""
+"""Preemptions per call from which a test's median call is taken to include a wait for a CPU
+(conservatively below ln 2, where a Poisson count has its median call preempted)."""
 
 
 def _cpu_waits(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[float, str] | None:
-    """How much slower waits for a CPU can make a two-run test's p50, when they can at all.
+    """How much of a two-run test's p50 change waits for a CPU can account for, if any.
 
-    A preempted test loses ``1 - cpu_share`` of its window to waits. Short calls mostly run
-    between them (an 80 µs test's p50 held at a CPU share of 0.51 while its p99 read x26), but
-    once there is about a preemption per call or more, the median call includes waits and every
-    call can be up to ``1 / cpu_share`` slower: in the demo under the test suite's load an
-    unchanged 9 ms prefill read p50 x2.24 [1.69, 2.59] at a share of 0.50 against 0.93 in the
-    baseline run (111 preemptions in its window), and an unchanged softmax was rolled back at
-    p50 x2.50 by the same load in CI (2026-12-02). Tails have their own rule (escalate when
-    descheduled or contended); paired rounds time both sides under the same conditions.
+    A preempted test loses ``1 - cpu_share`` of its sampling time to waits. Short calls mostly
+    run between preemptions (an 80 µs test's p50 held at a CPU share of 0.51 while its p99 read
+    x26), but once there is about a preemption per call or more the median call includes waits,
+    and the p50 moves with the CPU share: in the demo under the test suite's load an unchanged
+    9 ms prefill read p50 x2.24 [1.69, 2.59] at a share of 0.50 against 0.93 in the baseline run
+    (111 preemptions in its window), and in CI an unchanged softmax was rolled back at p50 x2.50
+    by the same load (2026-12-02). The factor is the baseline run's share over this run's (1 for
+    a baseline without one): an estimate, not a bound, so it raises the bar rather than explain
+    the change away. Tails have their own rule (escalate when descheduled or contended); paired
+    rounds time both sides under the same conditions. Preemptions count every thread of the
+    process (``ru_nivcsw``), so a multi-threaded test's rate per call reads high: conservative.
 
-    :returns: ``(factor, what the host did)``, or ``None`` when waits cannot explain the p50.
+    :returns: ``(factor, what the host did)``, or ``None`` when waits cannot account for it
+        (not preempted often enough per call, no CPU share or count to tell, or no lower share
+        than the baseline's).
     """
-    if name != "p50" or e.design != "two-run" or e.cpu_share is None or e.cpu_share <= 0.0:
+    if name != "p50" or e.design != "two-run" or not (_descheduled(e) or _contended(e)):
         return None
-    if not (_descheduled(e) or _contended(e)) or e.cpu_share >= 1.0:
+    share, switches, window = e.cpu_share, e.involuntary_switches, e.host_wall_s
+    if share is None or not 0.0 < share < 1.0 or switches is None or not window:
         return None
-    per_call = (
-        e.involuntary_switches * c.cand_s / e.host_wall_s
-        if e.involuntary_switches is not None and e.host_wall_s and math.isfinite(c.cand_s)
-        else None
+    if not math.isfinite(c.cand_s) or switches * c.cand_s / window < WAITED_CALLS:
+        return None
+    recorded = e.baseline_cpu_share
+    known = recorded is not None and recorded > 0.0
+    base = min(1.0, recorded) if recorded is not None and known else 1.0
+    if not base / share > 1.0:
+        return None
+    figures = (
+        f"CPU share {share:.2f} against "
+        + (f"{base:.2f} in the baseline run" if known else "an unrecorded one in the baseline run")
+        + f", {switches} involuntary context switches, about {switches * c.cand_s / window:.1f} "
+        "per call"
     )
-    if per_call is not None and per_call < WAITED_CALLS:
-        return None
-    counts = (
-        f", {e.involuntary_switches} involuntary context switches" if e.involuntary_switches else ""
-    )
-    counts += f", about {per_call:.1f} per call" if per_call is not None else ""
-    share = f"CPU share {e.cpu_share:.2f}{counts}"
     host_text = (
-        f"the test was descheduled while it was measured ({share})"
+        f"the test was descheduled while it was measured ({figures})"
         if _descheduled(e)
         else f"other processes used {e.other_cpu_share:.0%} of the machine's CPU time while the "
-        f"test was measured ({share})"
+        f"test was measured ({figures})"
     )
-    return 1.0 / e.cpu_share, host_text
+    return base / share, host_text
 
 
 def _interval(c: QuantileComparison) -> str:

@@ -349,6 +349,7 @@ def _host(watched: HostRecord | None, e: TestEvidence) -> HostRecordDoc | None:
         steal_share=counters.steal_share if counters else None,
         other_cpu_share=counters.other_cpu_share if counters else None,
         load_1m=counters.load_1m if counters else None,
+        wall_s=counters.wall_s if counters else None,
     )
 
 

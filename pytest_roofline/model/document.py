@@ -342,7 +342,8 @@ class HostRecordDoc(Record):
     ``disturbed``, ``unread``); ``windows`` counts the attempts (2 after a re-measure);
     ``baseline_ratios`` is the canary's level now ÷ at the baseline, per kind, and
     ``host_shift`` names the kinds beyond their floor. The rest are the host counters of the
-    kept attempt (``measure.host``).
+    kept attempt (``measure.host``); ``wall_s`` is that attempt's window (warm-up, sampling and
+    replays), which ``involuntary_switches`` and ``other_cpu_share`` cover.
     """
 
     state: str | None = None
@@ -358,6 +359,7 @@ class HostRecordDoc(Record):
     steal_share: float | None = None
     other_cpu_share: float | None = None
     load_1m: float | None = None
+    wall_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

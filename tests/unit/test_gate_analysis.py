@@ -20,8 +20,12 @@ from pytest_roofline.gate.evidence import (
 )
 from pytest_roofline.gate.layers import hardware_difference, layers_changed
 from pytest_roofline.gate.policy import decide_test
+from pytest_roofline.gate.record import test_record as record_of_test
 from pytest_roofline.gate.run import _with_bh, replay_command
 from pytest_roofline.hardware.target import target_from_mapping
+from pytest_roofline.measure.counters import CounterReading
+from pytest_roofline.measure.host import HOST_FIELDS, HostEvidence
+from pytest_roofline.measure.hostwatch import HostRecord
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.document import ConfirmationRecord, QuantileChange, TestRecord
@@ -358,3 +362,51 @@ def test_a_quantile_the_test_could_not_assess_does_not_count_across_the_run() ->
     # The assessed quantiles are still adjusted and flagged as before.
     assert out["t::reduction"].change["p95"].p_bh is not None
     assert [c for c in concerns if c.reason.startswith("t::reduction: p95 x1.302")]
+
+
+def _waited(
+    nodeid: str, data: np.ndarray, *, cpu_share: float, switches: int | None, wall_s: float
+) -> TestResult:
+    """A result measured with ``cpu_share`` of a CPU and ``switches`` preemptions in its window."""
+    counters = CounterReading({}, {}, 1.0, cpu_share, float(data.sum()), 1)
+    host = HostEvidence(
+        wall_s=wall_s, cpu_s=cpu_share * wall_s, cpu_share=cpu_share,
+        involuntary_switches=switches, steal_share=0.0, other_cpu_share=0.5, stat_ticks=100,
+        load_1m=3.5, runnable_tasks=4, status=dict.fromkeys(HOST_FIELDS, "ok"),
+    )  # fmt: skip
+    watched = HostRecord("quiet", "host canary quiet", host=host)
+    sample_set = SampleSet(data, 1, 1, 0.0, "budget", float(data.sum()), False)
+    measurement = Measurement(sample_set, None, (), counters, host=watched)
+    return TestResult(nodeid, None, ("team",), "revert", SlaSpec(), None, measurement)
+
+
+def test_a_p50_shift_of_a_test_that_waited_for_a_cpu_every_call_escalates_by_the_stored_shares() -> (
+    None
+):
+    # The demo under the suite's load: an unchanged 9 ms prefill read p50 x2.24 at a CPU share
+    # of 0.50 against 0.93 in the baseline run, 111 preemptions. The baseline's share comes back
+    # from the stored result; the window's wall time and preemptions from the host watch.
+    rng = np.random.default_rng(11)
+    stored = _waited("t::prefill", samples(rng, 9e-3, 60), cpu_share=0.93, switches=19, wall_s=0.6)
+    entry = BaselineEntry.of(
+        TestResult.from_dict(stored.to_dict(), samples_s=stored.measurement.samples_s)
+    )
+    assert entry.cpu_share == pytest.approx(0.93)
+    context = EvidenceContext(replay=0, family_size=1)
+    waited = _waited("t::prefill", samples(rng, 20e-3, 30), cpu_share=0.5, switches=111, wall_s=0.7)
+    evidence = evaluate(waited, entry, context, target=None)
+    assert (evidence.host_wall_s, evidence.baseline_cpu_share) == (0.7, pytest.approx(0.93))
+    decision = decide_test(evidence)
+    assert decision.decision == "escalate"
+    assert (
+        "CPU share 0.50 against 0.93 in the baseline run, 111 involuntary context switches"
+        in (decision.reasons[0])
+    )
+    # The same slowdown measured with the CPU to itself still rolls back (x2 for a young label).
+    alone = _waited("t::prefill", samples(rng, 20e-3, 30), cpu_share=0.99, switches=1, wall_s=0.7)
+    assert decide_test(evaluate(alone, entry, context, target=None)).decision == "rollback"
+    # The window's wall time reaches the run document, so a reviewer can recompute the rate.
+    record = record_of_test(
+        waited, evidence, decision, replay_command="", baseline_samples=None, presets={}
+    )
+    assert record.host is not None and record.host.wall_s == 0.7

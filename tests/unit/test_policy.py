@@ -68,6 +68,9 @@ def evidence(**overrides: Any) -> TestEvidence:
 
 
 REGRESSION = comparison("regression", 1.8, 1.7, 1.9)
+P50_X18 = comparison("regression", 1.8, 1.7, 1.9, quantile=0.5)
+P50_X18_5MS = comparison("regression", 1.8, 1.7, 1.9, quantile=0.5, base_s=5e-3 / 1.8, cand_s=5e-3)
+P50_X25 = comparison("regression", 2.5, 2.2, 2.8, quantile=0.5, cand_s=2.5e-3)
 SUSPECT = comparison("suspect", 1.5, 0.98, 2.0)
 SHIFTED = comparison("ok", 1.33, 1.28, 1.36, margin_source="history")
 REPRODUCED = ReplayOutcome(True, 1, True, {"p95": (1.8,)})
@@ -103,30 +106,47 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 0}, "rollback", "p99 regressed x26.000"),
         # Its p50: 63 preemptions in a 1 s window hit about one 1.8 ms call in nine, so the
         # median call ran without a wait and the p50 regression stands.
-        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5)}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 63, "host_wall_s": 1.0}, "rollback", "p50 regressed x1.800"),
-        # Calls long enough that most include a wait: the p50 itself is inflated by up to
-        # 1 / CPU share (an unchanged 9 ms prefill read x2.24 [1.69, 2.59] at a share of 0.50
-        # with 111 preemptions in the demo under the suite's load, 2026-12-03), so without
-        # paired rounds the bar (x2 for a young label) is raised by that much.
-        ({"comparisons": {"p50": comparison("regression", 2.5, 2.2, 2.8, quantile=0.5, cand_s=2.5e-3)}, "replay": REPRODUCED, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "escalate", "p50 regressed x2.500 [2.200, 2.800] (margin +37%, 1 ms -> 2.5 ms), but the test was descheduled while it was measured (CPU share 0.50, 111 involuntary context switches, about 1.4 per call): waits for a CPU can make every call up to x2.00 slower, so without paired rounds a rollback needs a lower bound past x4.000"),
+        ({"comparisons": {"p50": P50_X18}, "replay": REPRODUCED, "cpu_share": 0.51, "involuntary_switches": 63, "host_wall_s": 1.0}, "rollback", "p50 regressed x1.800"),
+        # Calls long enough that most include a wait: the p50 moves with the CPU share (an
+        # unchanged 9 ms prefill read x2.24 [1.69, 2.59] at a share of 0.50 against 0.93 in the
+        # baseline run, 111 preemptions, in the demo under the suite's load, 2026-12-03), so
+        # without paired rounds the bar (x2 for a young label) is raised by the share's ratio.
+        ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.5, "baseline_cpu_share": 0.93, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "escalate", "p50 regressed x2.500 [2.200, 2.800] (margin +37%, 1 ms -> 2.5 ms), but the test was descheduled while it was measured (CPU share 0.50 against 0.93 in the baseline run, 111 involuntary context switches, about 1.4 per call): waits for a CPU can account for about x1.86 of its calls' time, so without paired rounds a rollback needs a lower bound of x3.720 or more"),
+        # A baseline without a recorded share counts as one that had its CPU (x2.00 here).
+        ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "escalate", "(CPU share 0.50 against an unrecorded one in the baseline run, 111 involuntary context switches, about 1.4 per call): waits for a CPU can account for about x2.00 of its calls' time, so without paired rounds a rollback needs a lower bound of x4.000 or more"),
+        # The baseline run waited as much: the shares leave nothing to account for.
+        ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.5, "baseline_cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x2.500"),
+        # The demo's x11 GEMM at a share of 0.42 clears x2 / 0.42.
         ({"comparisons": {"p50": comparison("regression", 11.2, 10.6, 11.6, quantile=0.5, cand_s=11.2e-3)}, "replay": REPRODUCED, "cpu_share": 0.42, "involuntary_switches": 41, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x11.200"),
+        # The lower bound exactly at the raised bar rolls back.
+        ({"comparisons": {"p50": comparison("regression", 4.2, 4.0, 4.4, quantile=0.5, cand_s=4.2e-3)}, "replay": REPRODUCED, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x4.200"),
         # A label with a measured floor: the floor's bar (+35%) is raised the same way.
-        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5, cand_s=5e-3)}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 80, "host_wall_s": 0.5}, "escalate", "waits for a CPU can make every call up to x1.67 slower, so without paired rounds a rollback needs a lower bound past x2.250"),
-        # Without a count of preemptions or a window length, any call may have waited.
-        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5)}, "replay": REPRODUCED, "cpu_share": 0.6}, "escalate", "CPU share 0.60): waits for a CPU can make every call up to x1.67 slower"),
-        # Paired rounds decide whatever the first look's CPU share was.
-        ({"comparisons": {"p50": comparison("regression", 2.5, 2.2, 2.8, quantile=0.5, cand_s=2.5e-3)}, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("confirmed", "", {"p50": comparison("regression", 2.4, 2.2, 2.6, quantile=0.5)})}, "rollback", "confirmed by paired rounds"),
-        ({"comparisons": {"p99": comparison("regression", 26.0, 2.5, 93.0, quantile=0.99)}, "cpu_share": 0.51, "involuntary_switches": 63, "confirmation": Confirmation("confirmed", "", {"p99": comparison("regression", 20.0, 9.0, 30.0, quantile=0.99)})}, "rollback", "confirmed by paired rounds"),
+        ({"comparisons": {"p50": P50_X18_5MS}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 80, "host_wall_s": 0.5}, "escalate", "about 0.8 per call): waits for a CPU can account for about x1.67 of its calls' time, so without paired rounds a rollback needs a lower bound of x2.250 or more"),
+        # Exactly 0.5 preemptions per call counts; just below does not.
+        ({"comparisons": {"p50": P50_X18_5MS}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 50, "host_wall_s": 0.5}, "escalate", "about 0.5 per call): waits for a CPU"),
+        ({"comparisons": {"p50": P50_X18_5MS}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 49, "host_wall_s": 0.5}, "rollback", "p50 regressed x1.800"),
+        # Without a count of preemptions or the window's length nothing tells whether the median
+        # call waited (a fake clock has no host probe): the usual bar holds.
+        ({"comparisons": {"p50": P50_X18}, "replay": REPRODUCED, "cpu_share": 0.6}, "rollback", "p50 regressed x1.800"),
+        ({"comparisons": {"p50": P50_X18_5MS}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 80}, "rollback", "p50 regressed x1.800"),
+        # The same clean commit: the bar is x2 times the shares' ratio, with no `ab` command to
+        # settle it (it would compare the code with itself).
+        ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "same_code": True, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("unavailable", "the baseline is this commit", {}, command="pytest-roofline ab --baseline=abc")}, "escalate", "needs a lower bound of x4.000 or more (the baseline is this commit)"),
+        # Paired rounds decide whatever the first look's CPU share was; paired mode's own
+        # comparison timed both sides under the same conditions.
+        ({"comparisons": {"p50": P50_X25}, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("confirmed", "", {"p50": comparison("regression", 2.4, 2.2, 2.6, quantile=0.5)})}, "rollback", "confirmed by paired rounds"),
+        ({"comparisons": {"p50": P50_X25}, "design": "paired", "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x2.500"),
         # Other processes used half the machine (the demo under the suite's load): an unconfirmed
         # tail regression escalates; p50, and a confirmed tail, still roll back.
         ({"comparisons": {"p95": comparison("regression", 9.68, 2.32, 20.2)}, "replay": REPRODUCED, "other_cpu_share": 0.5, "involuntary_switches": 50}, "escalate", "but other processes used 50% of the machine's CPU time while the test was measured (50 involuntary context switches)"),
         ({"comparisons": {"p95": comparison("regression", 9.68, 2.32, 20.2)}, "replay": REPRODUCED, "other_cpu_share": 0.04, "involuntary_switches": 50}, "rollback", "p95 regressed x9.680"),
         ({"comparisons": {"p50": comparison("regression", 9.68, 2.32, 20.2, quantile=0.5)}, "replay": REPRODUCED, "other_cpu_share": 0.5, "involuntary_switches": 50, "host_wall_s": 1.0}, "rollback", "p50 regressed x9.680"),
-        # Contended at a CPU share of 0.7 with most calls preempted: x1.43 of waits, so a lower
+        # Descheduled at a share of 0.7 with most calls preempted: x1.43 of waits, so a lower
         # bound of x2.32 against the x1.35 floor's bar raised to x1.93 still rolls back.
         ({"comparisons": {"p50": comparison("regression", 9.68, 2.32, 20.2, quantile=0.5)}, "replay": REPRODUCED, "cpu_share": 0.7, "other_cpu_share": 0.5, "involuntary_switches": 500, "host_wall_s": 1.0}, "rollback", "p50 regressed x9.680"),
-        ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5, cand_s=5e-3)}, "replay": REPRODUCED, "cpu_share": 0.85, "other_cpu_share": 0.6, "involuntary_switches": 500, "host_wall_s": 1.0}, "rollback", "p50 regressed x1.800"),
-        ({"comparisons": {"p50": comparison("regression", 1.5, 1.45, 1.6, quantile=0.5, cand_s=5e-3)}, "replay": REPRODUCED, "cpu_share": 0.85, "other_cpu_share": 0.6, "involuntary_switches": 500, "host_wall_s": 1.0}, "escalate", "other processes used 60% of the machine's CPU time while the test was measured (CPU share 0.85, 500 involuntary context switches, about 2.5 per call): waits for a CPU can make every call up to x1.18 slower"),
+        # Contended (share 0.85, not descheduled): x1.18 of waits raise the bar to x1.588.
+        ({"comparisons": {"p50": P50_X18_5MS}, "replay": REPRODUCED, "cpu_share": 0.85, "other_cpu_share": 0.6, "involuntary_switches": 500, "host_wall_s": 1.0}, "rollback", "p50 regressed x1.800"),
+        ({"comparisons": {"p50": comparison("regression", 1.5, 1.45, 1.6, quantile=0.5, base_s=5e-3 / 1.5, cand_s=5e-3)}, "replay": REPRODUCED, "cpu_share": 0.85, "other_cpu_share": 0.6, "involuntary_switches": 500, "host_wall_s": 1.0}, "escalate", "p50 regressed x1.500 [1.450, 1.600] (margin +37%, 3.33 ms -> 5 ms), but other processes used 60% of the machine's CPU time while the test was measured (CPU share 0.85 against an unrecorded one in the baseline run, 500 involuntary context switches, about 2.5 per call): waits for a CPU can account for about x1.18 of its calls' time"),
         ({"comparisons": {"p95": REGRESSION}, "other_cpu_share": 0.5, "involuntary_switches": 50, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "rollback", "confirmed by paired rounds"),
         # UNKNOWN first looks are settled by paired rounds too (measure more, not decide).
         ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("overturned", "", {"p95": comparison()})}, "ship", "a first look of x1.500 (UNKNOWN) is settled: paired rounds against the baseline's commit rule out +37%"),
