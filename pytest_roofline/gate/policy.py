@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, TestEvidence
+from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.stats.threeway import DEFAULT_MAX_MARGIN
@@ -288,7 +288,7 @@ def _regression(
         missing.append("a paired confirmation against the baseline's commit")
         return
     if e.replay is not None and e.replay.attempted and not e.replay.reproduced:
-        escalate.append(f"{text}, but it did not reproduce on replay")
+        escalate.append(f"{text}, but it did not reproduce on replay{_replayed(e.replay, name)}")
         return
     if e.replay is not None and not e.replay.attempted:
         escalate.append(f"{text}, not yet confirmed by a replay")
@@ -650,6 +650,13 @@ def _contended(e: TestEvidence) -> bool:
     if e.other_cpu_share is None or not e.other_cpu_share >= CONTENDED_OTHER_SHARE:
         return False
     return bool(e.involuntary_switches)
+
+
+def _replayed(replay: ReplayOutcome, name: str) -> str:
+    """The replays' ratios of one quantile, for a reader to tell a replay that moved back from
+    one that moved as far but could not establish it (too few or too autocorrelated samples)."""
+    ratios = [r for r in replay.ratios.get(name, ()) if math.isfinite(r)]
+    return f" (replay {name} " + ", ".join(f"x{r:.3f}" for r in ratios) + ")" if ratios else ""
 
 
 WAITED_CALLS = 0.5
