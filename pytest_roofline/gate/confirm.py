@@ -365,7 +365,8 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
 def clears_process_floor(first: Confirmation) -> Confirmation | None:
     """``first`` (one pair of workers' confirmation of a two-run first look) settled without
     further pairs, when a quantile DIFFERENT in its paired rounds has its interval wholly beyond
-    :data:`PAIRED_PROCESS_FLOOR`; else ``None`` (:func:`replicated` asks fresh pairs).
+    :data:`PAIRED_PROCESS_FLOOR` and the host canary left at least half of its window pairs;
+    else ``None`` (:func:`replicated` asks fresh pairs).
 
     Further pairs guard against one pair's processes, whose layout puts unchanged code off by
     up to the floor (99% of first pairs on unchanged code); a lower bound beyond it is past
@@ -380,7 +381,7 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
     pairs: it measures every test, not those a first look picked, and the A/A evidence for this
     shortcut comes from two-run sessions.
     """
-    if first.state != "confirmed" or first.disputed:
+    if first.state != "confirmed" or first.disputed or _mostly_disturbed(first):
         return None
     for name, c in first.comparisons.items():
         floor = PAIRED_PROCESS_FLOOR.get(name)
@@ -393,6 +394,19 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
             "of processes puts unchanged code off by",
         )
     return None
+
+
+def _mostly_disturbed(first: Confirmation) -> bool:
+    """Whether the host canary dropped at least half of the window pairs ``first`` ran.
+
+    The process floor is what worker *processes* put unchanged code off by on a host the canary
+    reads quiet; it says nothing about the few pairs left when the host was disturbed through
+    most of the rounds. Seen on 2026-12-03, the example compared with itself beside the test
+    suite's own load: one pair kept 5 of 24 window pairs and read an unchanged decode's p95
+    x6.02 [2.54, 6.51], past the floor, and it was rolled back. The quiet tails validation of
+    that day dropped at most 38% of a first pair's window pairs (run 19a, 83 settled by the floor).
+    """
+    return bool(first.pairs and first.pairs_dropped and 2 * first.pairs_dropped >= first.pairs)
 
 
 def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Confirmation:
