@@ -36,8 +36,10 @@ __all__ = [
     "clears_process_floor",
     "confirmation_blocker",
     "confirmation_from",
+    "disturbed_note",
     "first_look_margins",
     "is_regression_check",
+    "mostly_disturbed",
     "needs_confirmation",
     "replicated",
     "settling_order",
@@ -381,7 +383,9 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
     pairs: it measures every test, not those a first look picked, and the A/A evidence for this
     shortcut comes from two-run sessions.
     """
-    if first.state != "confirmed" or first.disputed or _mostly_disturbed(first):
+    if first.state != "confirmed" or first.disputed:
+        return None
+    if mostly_disturbed(first.pairs, first.pairs_dropped):
         return None
     for name, c in first.comparisons.items():
         floor = PAIRED_PROCESS_FLOOR.get(name)
@@ -396,8 +400,8 @@ def clears_process_floor(first: Confirmation) -> Confirmation | None:
     return None
 
 
-def _mostly_disturbed(first: Confirmation) -> bool:
-    """Whether the host canary dropped at least half of the window pairs ``first`` ran.
+def mostly_disturbed(pairs: int | None, dropped: int | None) -> bool:
+    """Whether the host canary dropped at least half of the ``pairs`` window pairs run.
 
     The process floor is what worker *processes* put unchanged code off by on a host the canary
     reads quiet; it says nothing about the few pairs left when the host was disturbed through
@@ -406,7 +410,31 @@ def _mostly_disturbed(first: Confirmation) -> bool:
     x6.02 [2.54, 6.51], past the floor, and it was rolled back. The quiet tails validation of
     that day dropped at most 38% of a first pair's window pairs (run 19a, 83 settled by the floor).
     """
-    return bool(first.pairs and first.pairs_dropped and 2 * first.pairs_dropped >= first.pairs)
+    return bool(pairs and dropped and 2 * dropped >= pairs)
+
+
+def disturbed_note(escalated: int) -> str | None:
+    """The terminal's line when ``escalated`` tests escalated because paired rounds on a host the
+    canary read disturbed through most of their window pairs could not settle them (``None``
+    when there are none).
+
+    Each reason ends with "(20 of 24 pairs dropped: host disturbed)"; a newcomer running the
+    example beside other work (the test suite's own load escalated 9 and 14 of 24 unchanged
+    tests that way on 2026-12-03) is told once that the machine, not the code, left them open.
+
+    >>> disturbed_note(3)[:58]
+    '3 escalated test(s) were left open by paired rounds on a b'
+    >>> disturbed_note(0) is None
+    True
+    """
+    if escalated <= 0:
+        return None
+    return (
+        f"{escalated} escalated test(s) were left open by paired rounds on a busy host: the host "
+        "canary dropped half or more of their window pairs as disturbed, so other work on this "
+        "machine, not the code, kept them from being settled; run the comparison again when the "
+        'machine is quiet (docs/gate.md, "Paired confirmation of a first-look regression")'
+    )
 
 
 def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Confirmation:

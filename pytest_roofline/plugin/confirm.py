@@ -125,7 +125,7 @@ class ConfirmPlan:
         paired rounds" on several unchanged tests; one line says why all of them at once.
 
         >>> ConfirmPlan(None, "the baseline run recorded no git commit").unsettled_note(5)[:60]
-        '5 escalated test(s) were not settled by paired rounds, which '
+        '5 escalated test(s) were not settled by paired rounds, which'
         >>> ConfirmPlan("abc", None).unsettled_note(5) is None
         True
         """

@@ -34,8 +34,10 @@ from pytest_roofline.config.settings import (
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.confirm import (
+    disturbed_note,
     first_look_margins,
     is_regression_check,
+    mostly_disturbed,
     needs_confirmation,
     settling_order,
 )
@@ -934,17 +936,25 @@ class RooflineSession:
             return
         if self.blas_warning is not None:
             self._files.insert(0, f"roofline: note: {self.blas_warning}")
-        unsettled = self.confirm_plan.unsettled_note(
-            sum(
-                1
-                for t in self.document.tests
-                if t.decision == "escalate"
-                and t.confirmation is not None
-                and t.confirmation.state == "unavailable"
-            )
+        # Escalations whose paired rounds could not run, and those the canary's drops left open:
+        # each gets one line that names the common cause.
+        confirmations = [
+            t.confirmation
+            for t in self.document.tests
+            if t.decision == "escalate" and t.confirmation is not None
+        ]
+        notes = (
+            self.confirm_plan.unsettled_note(sum(c.state == "unavailable" for c in confirmations)),
+            disturbed_note(
+                sum(
+                    c.state == "inconclusive" and mostly_disturbed(c.pairs, c.pairs_dropped)
+                    for c in confirmations
+                )
+            ),
         )
-        if unsettled is not None:
-            self._files.insert(0, f"roofline: note: {unsettled}")
+        for note in notes:
+            if note is not None:
+                self._files.insert(0, f"roofline: note: {note}")
         if not self.settings.summary:
             for line in self._files:
                 terminalreporter.write_line(terminal_safe(line))
