@@ -419,7 +419,7 @@ def disturbed_note(escalated: int) -> str | None:
     when there are none).
 
     Each reason ends with "(20 of 24 pairs dropped: host disturbed)"; a newcomer running the
-    example beside other work (the test suite's own load escalated 9 and 14 of 24 unchanged
+    example beside other work (the test suite's own load escalated 14 and 7 of 24 unchanged
     tests that way on 2026-12-03) is told once that the machine, not the code, left them open.
 
     >>> disturbed_note(3)[:58]
