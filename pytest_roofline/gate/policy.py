@@ -322,8 +322,8 @@ def _regression(
     waits = _cpu_waits(e, name, c)
     if waits is not None:
         factor, host_text = waits
-        young = unattributed is not None and margin is not None
-        bar = 1.0 + (max(floor, margin.max_margin) if young and margin is not None else floor)
+        cap = margin.max_margin if unattributed is not None and margin is not None else 0.0
+        bar = 1.0 + max(floor, cap)
         if not c.ci.low >= bar * factor:
             escalate.append(
                 f"{text}, but {host_text}: waits for a CPU can account for about x{factor:.2f} "
@@ -688,18 +688,17 @@ def _cpu_waits(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[float
     share, switches, window = e.cpu_share, e.involuntary_switches, e.host_wall_s
     if share is None or not 0.0 < share < 1.0 or switches is None or not window:
         return None
-    if not math.isfinite(c.cand_s) or switches * c.cand_s / window < WAITED_CALLS:
+    per_call = switches * c.cand_s / window
+    if not per_call >= WAITED_CALLS:  # NaN too
         return None
     recorded = e.baseline_cpu_share
-    known = recorded is not None and recorded > 0.0
-    base = min(1.0, recorded) if recorded is not None and known else 1.0
-    if not base / share > 1.0:
+    base = min(1.0, recorded) if recorded is not None and recorded > 0.0 else None
+    if not (base or 1.0) / share > 1.0:
         return None
     figures = (
         f"CPU share {share:.2f} against "
-        + (f"{base:.2f} in the baseline run" if known else "an unrecorded one in the baseline run")
-        + f", {switches} involuntary context switches, about {switches * c.cand_s / window:.1f} "
-        "per call"
+        + (f"{base:.2f} in the baseline run" if base else "an unrecorded one in the baseline run")
+        + f", {switches} involuntary context switches, about {per_call:.1f} per call"
     )
     host_text = (
         f"the test was descheduled while it was measured ({figures})"
@@ -707,7 +706,7 @@ def _cpu_waits(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[float
         else f"other processes used {e.other_cpu_share:.0%} of the machine's CPU time while the "
         f"test was measured ({figures})"
     )
-    return base / share, host_text
+    return (base or 1.0) / share, host_text
 
 
 def _interval(c: QuantileComparison) -> str:
