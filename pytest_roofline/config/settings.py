@@ -321,14 +321,14 @@ class AbSettings:
     """Defaults of ``pytest-roofline ab`` from the ``ab:`` section (the command line overrides them).
 
     ``budget_s`` is the measurement time per test and side over all rounds (each round gets
-    ``budget_s / rounds``). Twenty-four rounds of 1.5 s (sixteen of 1 s until stop 29, eight
-    until stop 27), windows of 62.5 ms either way: measured here on the validation fixture
-    (``docs/paired.md``, "Twenty-four window pairs"), side by side in three blocks, 24 pairs
-    escalated 21 of 130 A/A test-trials against 34 of 130 at 16 (Fisher p = 0.068) and
-    rolled back 129 of 130 uniform +10% ones at both, in a median 30-37 s a run against
-    29-31 s (the sequential stop decides most tests early; mostly the undecided ones use the
-    extra pairs). The price of short windows: one 62.5 ms window gives a 1 ms call ~62
-    samples, so a call slower than about 0.63 ms has its p99 not assessed (100 a window,
+    ``budget_s / rounds``). Thirty-two rounds of 2 s (twenty-four of 1.5 s until stop 31,
+    sixteen of 1 s until stop 29, eight until stop 27), windows of 62.5 ms each time: measured
+    here on the validation fixture (``docs/paired.md``, "Thirty-two window pairs"), the same
+    100 A/A test-trials run to 48 pairs and decided by ``ab``'s stop rule at each cap,
+    32 escalated 2 where 24 escalated 10, for 12% more window pairs (the sequential stop
+    decides most tests early; mostly the undecided ones use the extra pairs). The price of
+    short windows: one 62.5 ms window gives a 1 ms call ~62 samples, so a call slower than
+    about 0.63 ms has its p99 not assessed (100 a window,
     :func:`pytest_roofline.stats.paired.min_round_samples`) and one slower than about 3.2 ms
     its p95 (20): a regression only in that tail ships, noted as escape risk. A larger
     ``--budget`` at the same ``--rounds`` brings them back.
@@ -339,15 +339,15 @@ class AbSettings:
     alternation (``docs/paired.md``, "Three pairs of worker processes, in turn").
     """
 
-    rounds: int = 24
-    budget_s: float = 1.5
+    rounds: int = 32
+    budget_s: float = 2.0
     setup: str | None = None
     import_root: str = "."
     worker_pairs: int = 3
 
 
 def parse_ab(value: object, *, where: str) -> AbSettings:
-    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 24, budget: 1.5s, setup: CMD,
+    """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 32, budget: 2s, setup: CMD,
     import_root: src, worker_pairs: 3}``."""
     if value is None:
         return AbSettings()
