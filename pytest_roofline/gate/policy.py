@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
-from pytest_roofline.stats.threeway import DEFAULT_MAX_MARGIN
 from pytest_roofline.units import format_seconds, si
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
@@ -418,8 +417,8 @@ def _settled_by_paired_rounds(
     rules the first look's change out (a note), anything else escalates, unless another
     quantile's regression stopped the rounds first (the test's regression is established; this
     quantile is noted as not decided). On the same clean commit both worktrees hold the same
-    code, so a paired DIFFERENT below ``gate.max_margin`` is a difference between the two
-    worker processes, not a change: it escalates. So does a regression two pairs of worker
+    code in the same environment, so a paired DIFFERENT of any size is a difference between the
+    two worker processes (or the host), not a change: it escalates. So does a regression two pairs of worker
     processes disagree on (``disputed``), whatever the second pair found. In a paired run
     (``ab``) the confirmation is that second pair's measurement of the run's own regression.
 
@@ -433,17 +432,18 @@ def _settled_by_paired_rounds(
     paired = confirmation.comparisons.get(name)
     seen = f"paired x{paired.ratio:.3f} {_interval(paired)}" if paired is not None else "n/a"
     outcome = paired.outcome if paired is not None else None
-    margin = e.margins.get(name)
-    cap = margin.max_margin if margin is not None else DEFAULT_MAX_MARGIN
     if confirmation.disputed:
         escalate.append(f"{text}; {confirmation.reason}")
         missing.append("a regression that both pairs of worker processes find")
     elif paired is not None and outcome == "different":
-        if e.same_code and not paired.ci.low >= 1.0 + cap:
+        if e.same_code:
+            # Both worktrees hold the same code and run in the same environment, so no size of
+            # difference can be the code's: rolling back to the commit being measured undoes
+            # nothing. The first look stays open for a person to look at.
             escalate.append(
                 f"{text}; paired rounds find {seen}, but both sides are the same commit with no "
-                f"uncommitted changes: below x{1 + cap:.0f} that is a difference between the two "
-                "worker processes, not a change"
+                "uncommitted changes: that is a difference between the two worker processes "
+                "(or the host), not a change of the code"
             )
             missing.append("a change of the code to attribute the slowdown to")
         elif e.design == "paired":

@@ -157,9 +157,11 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": SUSPECT}, "confirmation": Confirmation("unavailable", "the paired rounds had spent the session's 30 s")}, "escalate", "(not settled by paired rounds: the paired rounds had spent"),
         # The rounds stop once one quantile's regression is established: the other is noted.
         ({"comparisons": {"p50": comparison("regression", 1.8, 1.7, 1.9, quantile=0.5), "p95": REGRESSION}, "confirmation": Confirmation("confirmed", "", {"p50": comparison("not detected", 1.7, 0.9, 2.6, quantile=0.5), "p95": REGRESSION})}, "rollback", "p95 regressed x1.800 [1.700, 1.900] (margin +37%, 1 ms -> 1.8 ms), confirmed"),
-        # Both worktrees of the same clean commit: a paired DIFFERENT below the cap is the workers'.
-        ({"comparisons": {"p95": REGRESSION}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "escalate", "both sides are the same commit with no uncommitted changes: below x2 that is a difference between the two worker processes"),
-        ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": comparison("regression", 4.0, 3.5, 4.5)})}, "rollback", "confirmed by paired rounds against the baseline (paired x4.000"),
+        # Both worktrees of the same clean commit: a paired DIFFERENT of any size is the
+        # workers' (or the host's), never the code's: rolling back would undo nothing.
+        ({"comparisons": {"p95": REGRESSION}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "escalate", "both sides are the same commit with no uncommitted changes: that is a difference between the two worker processes (or the host), not a change of the code"),
+        ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": comparison("regression", 4.0, 3.5, 4.5)})}, "escalate", "paired rounds find paired x4.000 [3.500, 4.500], but both sides are the same commit"),
+        ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "confirmation": Confirmation("confirmed", "", {"p95": comparison("regression", 4.0, 3.5, 4.5)})}, "rollback", "confirmed by paired rounds against the baseline (paired x4.000"),
 
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "confirmation": Confirmation("unavailable", "not a git repository")}, "rollback", "no paired confirmation: not a git repository"),
         # A SAME first look beyond min_effect inside the label's wide margin (paired rounds were
