@@ -533,7 +533,8 @@ class CanaryCost:
 
     :ivar fixed_s: start and end readings (outside the budget).
     :ivar between_s: readings between tests and while waiting for recovery (inside the budget).
-    :ivar run_s: time from the end of :meth:`Canary.start` to the last reading.
+    :ivar run_s: time from the end of :meth:`Canary.start` to the last reading (the process's
+        busy time when :meth:`Canary.bound_by_busy_time` set one).
     :ivar readings: between-test and recovery readings taken.
     :ivar skipped: between-test readings skipped for the budget.
     :ivar recovery_wait_s: time spent in :meth:`Canary.wait_for_recovery` (pauses included).
@@ -750,6 +751,21 @@ class Canary:
         self._windows: list[WindowJudgement] = []
         self._recoveries: list[Recovery] = []
         self._ledger = _Ledger()
+        self._busy_ns: Callable[[], int] | None = None
+
+    def bound_by_busy_time(self, busy_ns: Callable[[], int]) -> None:
+        """Bound the readings between tests by ``budget_share`` of ``busy_ns()`` (nanoseconds
+        this process has spent measuring, its readings included) instead of the time since
+        :meth:`start`.
+
+        For ``ab``'s workers: several processes share one wall clock and measure in turn, so
+        each is busy for a fraction of it. Against its own time since start, each worker's
+        canary could spend the share of the whole run, and together 2 x (worker pairs) times
+        it (5.1-5.9% of ``ab``'s wall at a 2.5% share each, three worker pairs, 2026-12-03).
+        Against the time each is busy, which the controller never overlaps, the sum stays
+        within the share of the run.
+        """
+        self._busy_ns = busy_ns
 
     @property
     def kernels(self) -> CanaryKernels:
@@ -989,7 +1005,7 @@ class Canary:
             cost=CanaryCost(
                 fixed_s=ledger.fixed_ns / 1e9,
                 between_s=ledger.between_ns / 1e9,
-                run_s=max(0, self._clock() - self._run_origin_ns) / 1e9,
+                run_s=max(0, self._budget_base_ns()) / 1e9,
                 readings=ledger.readings,
                 skipped=ledger.skipped,
                 recovery_wait_s=ledger.recovery_ns / 1e9,
@@ -1001,12 +1017,16 @@ class Canary:
     def _age_s(reading: CanaryReading, now_s: float) -> float:
         return now_s - (reading.at_s + reading.cost_s)
 
+    def _budget_base_ns(self) -> int:
+        """The time the budget is a share of: since :meth:`start`, or the process's busy time."""
+        assert self._run_origin_ns is not None
+        return self._clock() - self._run_origin_ns if self._busy_ns is None else self._busy_ns()
+
     def _within_budget(self) -> bool:
         """Would one more reading keep the canary's time within its share of the run?"""
         ledger = self._ledger
-        assert self._run_origin_ns is not None
         expected = statistics.median(ledger.recent_costs_ns) if ledger.recent_costs_ns else 0.0
-        run_ns = self._clock() - self._run_origin_ns
+        run_ns = self._budget_base_ns()
         return ledger.between_ns + expected <= self.settings.budget_share * (run_ns + expected)
 
     def _ratios(self, reading: CanaryReading) -> dict[str, float]:

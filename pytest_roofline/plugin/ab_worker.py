@@ -28,14 +28,14 @@ stop, no replay, no per-test outcome) and the samples are read from the call-pha
 test warms up for the plugin's warm-up time; later windows re-warm briefly (``rewarm_s``).
 
 Host canary (issue 10): each window is bracketed by readings of this process's canary
-(:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, with
-half its budget share, since a worker measures about half the job's wall time): the reading
-before is the last one if it is recent (usually the previous window's "after"), the reading
-after is taken at once, and both are judged against this worker's level. The judgement
-(``quiet`` / ``disturbed`` / ``unread``) goes back with the window as JSON text; the controller
-drops pairs disturbed on either side (:mod:`pytest_roofline.ab.pairs`). The canary is off
-under ``--roofline-no-canary`` and under a fake clock without a canary hook (the judgement is
-then ``None``).
+(:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, its
+budget a share of the time this worker spends on windows, since every worker is busy for only a
+part of the job's wall time): the reading before is the last one if it is recent (usually the
+previous window's "after"), the reading after is taken at once (both within that budget), and
+both are judged against this worker's level. The judgement (``quiet`` / ``disturbed`` /
+``unread``) goes back with the window as JSON text; the controller drops pairs disturbed on
+either side (:mod:`pytest_roofline.ab.pairs`). The canary is off under ``--roofline-no-canary``
+and under a fake clock without a canary hook (the judgement is then ``None``).
 
 Where a window's memory lands (issue 10): before each window the worker allocates a block of a
 random size (uniform up to ``layout_shift_bytes``, 4 MiB from ``ab``; made of pieces under
@@ -123,6 +123,9 @@ class WindowServer:
         self._windows: dict[str, int] = {}
         self._canary_made = False
         self._canary_obj: Any = None
+        # Seconds this worker has spent on windows (the test's protocol and the canary readings
+        # around it), on the canary's clock: the base of its canary's time budget.
+        self._busy_s = 0.0
 
     # -- configuration and collection -----------------------------------------------------
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -264,6 +267,7 @@ class WindowServer:
         canary = self._canary(item)
         shift = layout_shift(self._layout_rng, self.layout_shift_bytes)
         canary_began = time.monotonic_ns()
+        busy_from = canary.now_s() if canary is not None else 0.0
         opened = canary.open_window(item.nodeid) if canary is not None else None
         canary_ns = time.monotonic_ns() - canary_began
         self._reports = []
@@ -278,7 +282,10 @@ class WindowServer:
             del shift
         judgement = None
         if canary is not None and opened is not None:
+            closing_from = canary.now_s()
+            self._busy_s += closing_from - busy_from  # this window, before its closing reading
             judgement = canary.close_window(opened)
+            self._busy_s += canary.now_s() - closing_from
             canary_ns += time.monotonic_ns() - finished
         reports, self._reports = self._reports, []
         reply: dict[str, Any] = {
@@ -322,13 +329,10 @@ class WindowServer:
 
         canary = item.config.stash[SESSION_KEY].window_canary()
         if canary is not None:
-            import dataclasses
-
-            # The canary's budget is a share of the wall time since it started, and this worker
-            # measures only about half of it (the other side's windows take the rest): half the
-            # share keeps the readings within the share of this worker's own windows.
-            settings = canary.settings
-            canary.settings = dataclasses.replace(settings, budget_share=settings.budget_share / 2)
+            # Every worker is busy for a part of the run only (the other workers' windows take
+            # the rest), and the controller never overlaps two windows: a share of each one's
+            # busy time keeps all the workers' readings together within the share of the run.
+            canary.bound_by_busy_time(lambda: round(self._busy_s * 1e9))
         self._canary_obj = canary
         return canary
 

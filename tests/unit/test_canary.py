@@ -260,6 +260,51 @@ def test_the_time_budget_skips_readings_beyond_five_percent_of_the_run() -> None
     assert states.count("quiet") == 300
 
 
+def _workers_in_turn(*, bound: bool) -> tuple[float, list[Canary]]:
+    """Three ab workers' canaries on one host, measuring 50 ms windows in turn (as ``ab``'s
+    controller runs them); each worker counts what it was busy for, as ab_worker does.
+    Returns all their between-window readings' time as a share of the wall time."""
+    host = FakeHost()
+    workers = [make_canary(host) for _ in range(3)]
+    busy = [0, 0, 0]
+    for index, canary in enumerate(workers):
+        canary.start()
+        if bound:
+            canary.bound_by_busy_time(lambda index=index: busy[index])
+    began = host.now
+    for window in range(300):
+        index = window % 3
+        canary = workers[index]
+        opened_at = host.now
+        opened = canary.open_window(f"t{window}")
+        host.work(0.05)
+        busy[index] += host.now - opened_at
+        closing_at = host.now
+        canary.close_window(opened)
+        busy[index] += host.now - closing_at
+    between = sum(c.summary().cost.between_s for c in workers)
+    return between / ((host.now - began) / 1e9), workers
+
+
+def test_workers_measuring_in_turn_keep_their_canaries_within_the_share_of_the_run_together() -> (
+    None
+):
+    # A reading (~5.4 ms) per 50 ms window is ~10% of the windows' time. Against the time since
+    # start, each of three workers is within 5% at a third of that, and together they are not.
+    unbound, _ = _workers_in_turn(bound=False)
+    assert unbound > 0.08
+
+    together, workers = _workers_in_turn(bound=True)
+
+    assert 0.04 < together <= 0.05
+    for canary in workers:
+        cost = canary.summary().cost
+        assert cost.skipped > 0
+        assert cost.share <= 0.05  # of the worker's busy time, which run_s now reports
+        # Its 100 windows of 50 ms and its readings around them, not the whole run (~15.8 s).
+        assert cost.run_s == pytest.approx(100 * 0.05 + cost.between_s, rel=0.01)
+
+
 def test_long_tests_are_never_skipped_and_the_canary_costs_under_one_and_a_half_percent() -> None:
     host = FakeHost()
     canary = make_canary(host)
