@@ -74,6 +74,9 @@ def main() -> None:
     print(
         "decisions over all test-runs: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
     )
+    print(
+        f"host canary readings: {tally['canary ms'] / max(1, tally['ab ms']):.1%} of ab's wall time"
+    )
 
 
 def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
@@ -90,7 +93,12 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
         started = time.perf_counter()
         subprocess.run(command, cwd=repo, capture_output=True, check=False)
         row = []
-        for test in json.loads(out.read_text())["tests"]:
+        document = json.loads(out.read_text())
+        paired = document["run"]["paired"]
+        # The host canary's readings as a share of the run (issue 10: under 5%).
+        tally["canary ms"] += round(1000 * (paired.get("canary_s") or 0))
+        tally["ab ms"] += round(1000 * paired["wall_s"])
+        for test in document["tests"]:
             tally[test["decision"]] += 1
             tally["window pairs dropped"] += (test.get("paired") or {}).get("pairs_dropped") or 0
             p50 = test["change"]["p50"]
@@ -107,8 +115,10 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
                 f"[{p50['ci_low']:.3f}, {p50['ci_high']:.3f}] {state}".rstrip()
                 + why
             )
+        canary = (paired.get("canary_s") or 0) / paired["wall_s"]
         print(
-            f"run {run + 1} ({time.perf_counter() - started:.0f} s): " + " | ".join(row),
+            f"run {run + 1} ({time.perf_counter() - started:.0f} s, canary {canary:.1%}): "
+            + " | ".join(row),
             flush=True,
         )
     return tally
