@@ -11,7 +11,8 @@ With ``--scenario uniform10 -k ''`` it shows how each pair of worker processes s
 an injected change. ``--neighbour`` runs ``neighbour.py`` (bursts of
 numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
 ``gate_validation.py --neighbour`` does. At the end it prints the tally of decisions and of
-dropped window pairs over all runs.
+dropped window pairs over all runs, and the host canary's readings as a share of ``ab``'s
+wall time (per run, too).
 
 Usage: python benchmarks/paired_process_bias.py [--rounds 24] [--budget 1.5] [--runs 8]
 [-k elementwise] [--scenario none] [--neighbour [--seed 1]]
