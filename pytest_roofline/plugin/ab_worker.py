@@ -99,6 +99,8 @@ class WindowServer:
 
     :param channel: the execnet channel to the controller.
     :param rewarm_s: warm-up of every window after a test's first.
+    :param rewarm_settles: that warm-up goes on until the calls stop getting faster (``False``:
+        exactly ``rewarm_s``).
     :param first_warmup_s: warm-up of a test's first window; ``None`` takes the plugin's
         (``roofline_warmup``, default 0.05 s).
     :param layout_shift_bytes: the largest heap block held through a window (0: none).
@@ -111,9 +113,11 @@ class WindowServer:
         rewarm_s: float,
         first_warmup_s: float | None,
         layout_shift_bytes: int = 0,
+        rewarm_settles: bool = True,
     ) -> None:
         self.channel = channel
         self.rewarm_s = rewarm_s
+        self.rewarm_settles = rewarm_settles
         self.first_warmup_s = first_warmup_s
         self.layout_shift_bytes = layout_shift_bytes
         self._layout_rng = random.Random()  # its own state: the test's random module is not touched
@@ -263,7 +267,11 @@ class WindowServer:
             from pytest_roofline.plugin import SESSION_KEY
 
             warmup = float(item.config.stash[SESSION_KEY].settings.warmup_s)
-        item.stash[WINDOW_KEY] = SamplingWindow(budget_s=seconds, warmup_s=warmup)
+        item.stash[WINDOW_KEY] = SamplingWindow(
+            budget_s=seconds,
+            warmup_s=warmup,
+            warmup_max_s=None if first or self.rewarm_settles else warmup,
+        )
         canary = self._canary(item)
         shift = layout_shift(self._layout_rng, self.layout_shift_bytes)
         canary_began = time.monotonic_ns()
@@ -396,6 +404,7 @@ def serve(channel: Channel) -> None:
     plugin = WindowServer(
         channel,
         rewarm_s=float(boot["rewarm_s"]),
+        rewarm_settles=bool(boot.get("rewarm_settles", True)),
         first_warmup_s=boot.get("first_warmup_s"),
         layout_shift_bytes=int(boot.get("layout_shift_bytes") or 0),
     )

@@ -15,7 +15,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,9 @@ class SamplingWindow:
 
     budget_s: float
     warmup_s: float
+    # The longest warm-up (``None``: the sampling policy's), so a window can warm up for
+    # exactly ``warmup_s`` rather than until the calls stop getting faster.
+    warmup_max_s: float | None = None
 
 
 WINDOW_KEY = pytest.StashKey[SamplingWindow]()
@@ -509,6 +512,8 @@ class RooflineSession:
                 warmup_s=self.settings.warmup_s if window is None else window.warmup_s,
                 max_extension=self.settings.gate.unknown_extension if entry is not None else 1.0,
             )
+            if window is not None and window.warmup_max_s is not None:
+                policy = replace(policy, warmup_max_s=window.warmup_max_s)
             stop_rule = self._stop_rule(entry) if window is None else None
             make = sampler_for or (lambda p, c, r: Sampler(p, clock=c, stop_rule=r))
             sampler = make(policy, clock or time.perf_counter_ns, stop_rule)

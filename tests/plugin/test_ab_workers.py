@@ -547,3 +547,43 @@ def test_a_worker_takes_the_host_roofs_seeded_in_its_store_without_probing_the_h
             target = running.collected[side].target  # type: ignore[index]
             assert target["peak_flops_per_s"]["fp64"] == 1e3, target
             assert target["peak_bytes_per_s"]["dram"] == 1e3, target
+
+
+# Every window's calls start slow and speed up for about 25 ms (caches after the other side's
+# window), then hold at 0.3 ms: a settling re-warm-up waits that out, a fixed one does not.
+COLD_START_CONFTEST = (
+    FAKE_CLOCK_CONFTEST
+    + """
+@pytest.fixture
+def work():
+    calls = {"n": 0}
+    def call():
+        calls["n"] += 1
+        advance(1e-3 * max(0.3, 0.97 ** calls["n"]))
+    return call
+"""
+)
+
+
+@pytest.mark.parametrize("settles", [True, False])
+def test_later_windows_rewarm_until_settled_or_for_exactly_rewarm_s(
+    tmp_path: Path, settles: bool
+) -> None:
+    sides = []
+    for side in (1, 2):
+        root = tmp_path / str(side)
+        make_side(root, side, n=10)
+        (root / "tests" / "conftest.py").write_text(COLD_START_CONFTEST)
+        (root / "tests" / "test_perf.py").write_text(
+            "def test_kernel(roofline, work):\n    roofline(work)\n"
+        )
+        sides.append(root)
+    settings = dataclasses.replace(FAST, rewarm_s=0.002, rewarm_settles=settles)
+    with PairedWorkers(spec("baseline", sides[0]), spec("candidate", sides[1]), settings) as w:
+        test = w.measure_test("tests/test_perf.py::test_kernel")
+    later = [window.warmup_s for window in test.windows if window.index > 0]
+    assert len(later) == 6
+    if settles:
+        assert min(later) > 0.02  # the ~25 ms of speed-up, and the window that shows it ended
+    else:
+        assert max(later) < 0.004  # 2 ms, and the call (under 1 ms) that crosses it
