@@ -34,9 +34,9 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired_validation import QUIET, make_project
+from paired_validation import fixture_workers, make_project
 
-from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
+from pytest_roofline.ab.workers import PairedWorkers, WindowSettings
 from pytest_roofline.stats.quantiles import hd_quantiles
 
 QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
@@ -62,17 +62,7 @@ def measure(
 ) -> dict:
     """One A/A run of every test to ``pairs`` window pairs; per test and quantile the robust
     spread of the per-pair log ratios, and the later windows' mean wall and warm-up."""
-    specs = [
-        SideSpec(
-            side=side,
-            python=sys.executable,
-            workdir=tree,
-            sys_path=(tree,),
-            pytest_args=("-p", "no:benchmark", *QUIET),
-            store_path=root / f"{side}.sqlite",
-        )
-        for side, tree in zip(("baseline", "candidate"), trees, strict=True)
-    ]
+    specs = fixture_workers(root, *trees)
     settings = WindowSettings(
         window_s=0.0625,
         min_pairs=pairs,
@@ -104,10 +94,11 @@ def measure(
                 walls.append(window.wall_s)
                 warmups.append(window.warmup_s)
             seen.add(key)
+    # With fewer pairs than the three worker pairs take, every window is a first one.
     return {
         "spreads": spreads,
-        "wall": statistics.fmean(walls),
-        "warmup": statistics.fmean(warmups),
+        "wall": statistics.fmean(walls) if walls else math.nan,
+        "warmup": statistics.fmean(warmups) if warmups else math.nan,
     }
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate_validation import BENCH_SUITE, SUITE, wilson
 
+from pytest_roofline.ab.workers import SideSpec
 from pytest_roofline.config.settings import AbSettings
 
 SCENARIO_LINE = 'SCENARIO = os.environ.get("ROOFLINE_SCENARIO", "none")'
@@ -94,6 +95,22 @@ def make_project(root: Path, scenarios: list[str]) -> tuple[Path, Path]:
     base = root / "base-tree"
     git(repo, "worktree", "add", "-q", "--detach", str(base), "base")
     return repo, base
+
+
+def fixture_workers(root: Path, base: Path, repo: Path) -> list[SideSpec]:
+    """Worker specs for driving ``ab``'s workers directly on the fixture: the baseline in the
+    ``base`` worktree, the candidate in ``repo``, each with a store under ``root``."""
+    return [
+        SideSpec(
+            side=side,
+            python=sys.executable,
+            workdir=tree,
+            sys_path=(tree,),
+            pytest_args=("-p", "no:benchmark", *QUIET),
+            store_path=root / f"{side}.sqlite",
+        )
+        for side, tree in (("baseline", base), ("candidate", repo))
+    ]
 
 
 def decision_cells(cell: dict[str, int]) -> str:

@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paired_validation import QUIET, make_project
+from paired_validation import fixture_workers, make_project
 
-from pytest_roofline.ab.workers import PairedWorkers, SideSpec, WindowSettings
+from pytest_roofline.ab.workers import PairedWorkers, WindowSettings
 
 # /proc/PID/stat after the command's closing parenthesis: field 3 (state) is index 0, field 39
 # (the CPU it last ran on) index 36.
@@ -43,17 +43,7 @@ def running_cpu(pid: int) -> int | None:
 
 
 def one_run(trees: tuple[Path, Path], root: Path, pairs: int) -> Counter[tuple[str, int, int]]:
-    specs = [
-        SideSpec(
-            side=side,
-            python=sys.executable,
-            workdir=tree,
-            sys_path=(tree,),
-            pytest_args=("-p", "no:benchmark", *QUIET),
-            store_path=root / f"{side}.sqlite",
-        )
-        for side, tree in zip(("baseline", "candidate"), trees, strict=True)
-    ]
+    specs = fixture_workers(root, *trees)
     settings = WindowSettings(window_s=0.0625, min_pairs=pairs, max_pairs=pairs, worker_pairs=3)
     seen: Counter[tuple[str, int, int]] = Counter()
     done = threading.Event()
