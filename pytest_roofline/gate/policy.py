@@ -413,13 +413,13 @@ def _settled_by_paired_rounds(
 ) -> bool:
     """Decide a first look's DIFFERENT or UNKNOWN quantile by its paired rounds, if made.
 
-    The paired comparison of that quantile decides: DIFFERENT rolls back (confirmed), SAME
-    rules the first look's change out (a note), anything else escalates, unless another
-    quantile's regression stopped the rounds first (the test's regression is established; this
-    quantile is noted as not decided). On the same clean commit both worktrees hold the same
-    code in the same environment, so a paired DIFFERENT of any size is a difference between the
-    two worker processes (or the host), not a change: it escalates. So does a regression two pairs of worker
-    processes disagree on (``disputed``), whatever the second pair found. In a paired run
+    The paired comparison of that quantile decides: DIFFERENT rolls back (confirmed), SAME rules
+    the first look's change out (a note), anything else escalates, unless another quantile's
+    regression stopped the rounds first (the test's regression is established; this quantile is
+    noted as not decided). On the same clean commit both worktrees hold the same code in the
+    same environment, so a paired DIFFERENT of any size is a difference between the two worker
+    processes (or the host), not a change: it escalates. So does a regression two pairs of
+    worker processes disagree on (``disputed``), whatever the second pair found. In a paired run
     (``ab``) the confirmation is that second pair's measurement of the run's own regression.
 
     :param c: the first look's comparison (DIFFERENT or UNKNOWN).

@@ -113,7 +113,7 @@ class WindowServer:
         rewarm_s: float,
         first_warmup_s: float | None,
         layout_shift_bytes: int = 0,
-        rewarm_settles: bool = True,
+        rewarm_settles: bool = False,
     ) -> None:
         self.channel = channel
         self.rewarm_s = rewarm_s
@@ -404,7 +404,7 @@ def serve(channel: Channel) -> None:
     plugin = WindowServer(
         channel,
         rewarm_s=float(boot["rewarm_s"]),
-        rewarm_settles=bool(boot.get("rewarm_settles", True)),
+        rewarm_settles=bool(boot.get("rewarm_settles", False)),
         first_warmup_s=boot.get("first_warmup_s"),
         layout_shift_bytes=int(boot.get("layout_shift_bytes") or 0),
     )
