@@ -21,6 +21,7 @@ __all__ = [
     "dram_array_bytes",
     "past_the_caches",
     "reference_bytes",
+    "sweep_until_clear",
 ]
 
 _MIB = 2**20
@@ -52,6 +53,14 @@ _SWEEP = (64 * _MIB, 128 * _MIB)
 # after another compared different moments (measured: a best of 3 per size read 12.9-25 GB/s
 # at the same size), while interleaved rounds mostly agree to a few percent.
 _SWEEP_ROUNDS = 6
+# A disturbance can hold one size's best down for all six rounds (a bursty neighbour on the
+# other vCPU left 3 of 12 sweeps undecided, benchmarks/dram_sweep.py), and an undecided sweep
+# keeps the caches' rule: 1 GiB arrays on this VM, whose page faults took a calibration from
+# 3 s to 31 s. So an undecided sweep goes on, round by round, until it decides or has timed
+# this many rounds; a round after the arrays exist costs 40-80 ms here. Under the neighbour,
+# 23 of 24 sweeps decided (twice, at most 36 and 60 rounds; the one left took 4.2 s), against
+# 9 of 12 in six rounds (docs/validation/dram_sweep_neighbour_stop33.txt).
+_SWEEP_MAX_ROUNDS = 60
 # Past the caches: every swept size below this share of the cache-resident rate (0.60-0.76
 # measured here with 2 threads; main memory is slower than a last-level cache everywhere) ...
 _OUT_OF_CACHE = 0.8
@@ -80,6 +89,34 @@ def past_the_caches(reference: float, swept: Mapping[int, float]) -> int | None:
     if max(rates) > _OUT_OF_CACHE * reference or min(rates) < _PLATEAU * max(rates):
         return None
     return max(swept)
+
+
+def sweep_until_clear(
+    time_round: Callable[[], Mapping[int, float]],
+    reference: int,
+    *,
+    rounds: int = _SWEEP_ROUNDS,
+    max_rounds: int = _SWEEP_MAX_ROUNDS,
+) -> tuple[float, dict[int, float]]:
+    """Best rate per size over rounds of ``time_round`` (``{size: bytes/s}``, ``reference``
+    among the sizes): ``rounds`` of them, then more while :func:`past_the_caches` cannot yet
+    tell, up to ``max_rounds``.
+
+    A best-of only rises with more rounds, towards each size's undisturbed rate, so the extra
+    rounds can settle a sweep that a disturbance left undecided. In a cache that holds the
+    swept sizes, their bests rise towards the reference's with each round, so a later round is
+    less likely than the last of ``rounds`` to pass them for main memory.
+
+    :returns: ``(reference's best, {swept size: best})``.
+    """
+    best: dict[int, float] = {}
+    for done in range(1, max_rounds + 1):
+        for size, rate in time_round().items():
+            best[size] = max(best.get(size, 0.0), rate)
+        swept = {size: rate for size, rate in best.items() if size != reference}
+        if done >= rounds and past_the_caches(best.get(reference, 0.0), swept) is not None:
+            break
+    return best.pop(reference, 0.0), best
 
 
 def reference_bytes(threads: int, llc: int) -> int | None:
@@ -191,14 +228,15 @@ class NumpyKernels:
 
     def _sweep(self, reference: int) -> tuple[float, dict[int, float]]:
         """``add`` rates of the cache-resident reference (``reference`` bytes an array) and
-        the sweep's sizes, timed in turn for ``_SWEEP_ROUNDS`` rounds on prefixes of one set of
-        arrays, best per size."""
+        the sweep's sizes, timed in turn round after round on prefixes of one set of arrays,
+        best per size (:func:`sweep_until_clear`)."""
         arrays = _arrays(_SWEEP[-1] // 8)
         temps = self._temps()
         sizes = (reference, *_SWEEP)
-        best = dict.fromkeys(sizes, 0.0)
         with ThreadPoolExecutor(max_workers=self.threads) as pool:
-            for round_ in range(_SWEEP_ROUNDS + 1):  # round 0 warms up
+
+            def time_round() -> dict[int, float]:
+                rates = {}
                 for size in sizes:
                     n = size // 8
                     prefix = [x[:n] for x in arrays]
@@ -206,10 +244,11 @@ class NumpyKernels:
                         # The larger sizes' passes have pushed the reference out of the cache:
                         # one untimed pass brings it back, or its rate would be part memory's.
                         self._timed(pool, "add", prefix, 1, temps)
-                    rate = self._timed(pool, "add", prefix, _inner(n), temps)
-                    if round_:
-                        best[size] = max(best[size], rate)
-        return best.pop(reference), best
+                    rates[size] = self._timed(pool, "add", prefix, _inner(n), temps)
+                return rates
+
+            time_round()  # warms up: the arrays' first touch and the pool's threads
+            return sweep_until_clear(time_round, reference)
 
     def _temps(self) -> list[_Array]:
         """One triad scratch buffer per thread, allocated once (not inside a timing)."""

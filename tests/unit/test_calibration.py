@@ -29,6 +29,7 @@ from pytest_roofline.hardware.kernels import (
     dram_array_bytes,
     past_the_caches,
     reference_bytes,
+    sweep_until_clear,
 )
 from pytest_roofline.hardware.machine import machine_fingerprint
 from pytest_roofline.hardware.presets import load_presets
@@ -527,6 +528,58 @@ def test_a_rule_within_the_sweep_is_not_swept() -> None:
     # Without a reference past the threads' private caches, the rule stands unswept.
     assert dram_array_bytes(600 * MIB, sweep, None) == 600 * MIB
     assert sweep.calls == []
+
+
+class Rounds:
+    """Sweep rounds read in turn from a list, counting how many were timed."""
+
+    def __init__(self, readings: Sequence[Mapping[int, float]]) -> None:
+        self.readings = list(readings)
+        self.timed = 0
+
+    def __call__(self) -> Mapping[int, float]:
+        self.timed += 1
+        return self.readings[min(self.timed, len(self.readings)) - 1]
+
+
+QUIET_ROUND = {4 * MIB: REFERENCE, **THIS_VM}
+# A neighbour holds the 128 MiB size down in every round it lands on (as measured under
+# benchmarks/neighbour.py: 64 MiB at 26.7 GB/s, 128 MiB at 16.1): not flat, so undecided.
+DISTURBED_ROUND = {4 * MIB: REFERENCE, 64 * MIB: 26.6 * GB, 128 * MIB: 16.1 * GB}
+
+
+def test_a_sweep_decided_in_its_first_rounds_stops_there() -> None:
+    rounds = Rounds([QUIET_ROUND])
+    reference, swept = sweep_until_clear(rounds, 4 * MIB, rounds=6, max_rounds=36)
+    assert rounds.timed == 6
+    assert reference == REFERENCE and swept == THIS_VM
+    assert past_the_caches(reference, swept) == 128 * MIB
+
+
+def test_a_disturbed_sweep_goes_on_until_a_quiet_round_decides_it() -> None:
+    rounds = Rounds([DISTURBED_ROUND] * 9 + [QUIET_ROUND])
+    reference, swept = sweep_until_clear(rounds, 4 * MIB, rounds=6, max_rounds=36)
+    assert rounds.timed == 10
+    assert swept == THIS_VM and past_the_caches(reference, swept) == 128 * MIB
+
+
+def test_a_sweep_that_never_decides_stops_at_its_cap_and_the_rule_stands() -> None:
+    rounds = Rounds([DISTURBED_ROUND])
+    reference, swept = sweep_until_clear(rounds, 4 * MIB, rounds=6, max_rounds=36)
+    assert rounds.timed == 36
+    assert past_the_caches(reference, swept) is None
+    assert dram_array_bytes(600 * MIB, lambda size: (reference, swept), 4 * MIB) == 600 * MIB
+
+
+def test_a_cache_holding_the_swept_sizes_is_never_passed_for_main_memory_by_more_rounds() -> None:
+    # In the cache every size reads near the reference; the first rounds are disturbed and
+    # later ones quiet, so more rounds only bring the bests closer together.
+    in_cache = {4 * MIB: 60 * GB, 64 * MIB: 57 * GB, 128 * MIB: 55 * GB}
+    early = {4 * MIB: 60 * GB, 64 * MIB: 40 * GB, 128 * MIB: 30 * GB}
+    rounds = Rounds([early] * 6 + [in_cache])
+    reference, swept = sweep_until_clear(rounds, 4 * MIB, rounds=6, max_rounds=36)
+    assert rounds.timed == 36
+    assert past_the_caches(reference, swept) is None
 
 
 @pytest.mark.parametrize(
