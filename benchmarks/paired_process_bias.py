@@ -14,15 +14,24 @@ numpy streams, 2-thread GEMMs and Python loops with idle gaps) throughout, as
 dropped window pairs over all runs, and the host canary's readings as a share of ``ab``'s
 wall time (per run, too).
 
+``--pin-cpus alternate`` runs ``ab --pin-cpus`` and ``ab --no-pin-cpus`` in turn (run 1 held,
+run 2 not, ...), so both arms share the hour, and prints each arm's tally and, per quantile,
+the median width of the paired interval (log of high/low) and the median distance of the
+paired ratio from 1 (``|log ratio|``) over its test-runs, with a Wilcoxon signed-rank test of
+the differences between matched test-runs (the same test in runs 2i+1 and 2i+2). Every run's
+JSON is kept in the scratch directory named at the start.
+
 Usage: python benchmarks/paired_process_bias.py [--rounds 24] [--budget 1.5] [--runs 8]
-[-k elementwise] [--scenario none] [--neighbour [--seed 1]]
+[-k elementwise] [--scenario none] [--neighbour [--seed 1]] [--pin-cpus off|on|alternate]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,9 +40,12 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scipy.stats
 from paired_validation import QUIET, git, make_project
 
 from pytest_roofline.config.settings import AbSettings
+
+QUANTILES = ("p50", "p95", "p99")
 
 
 def main() -> None:
@@ -49,8 +61,15 @@ def main() -> None:
     )
     parser.add_argument("--neighbour", action="store_true", help="run neighbour.py throughout")
     parser.add_argument("--seed", type=int, default=1, help="the neighbour's seed")
+    parser.add_argument(
+        "--pin-cpus",
+        choices=("off", "on", "alternate"),
+        default="default",
+        help="ab --pin-cpus / --no-pin-cpus, or both in turn (default: ab's default)",
+    )
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="process-bias-"))
+    print(f"scratch: {root}", flush=True)
     repo, _ = make_project(root, [options.scenario])
     git(repo, "checkout", "-q", f"cand-{options.scenario}")
     neighbour = (
@@ -67,28 +86,85 @@ def main() -> None:
         else None
     )
     try:
-        tally = _runs(options, root, repo)
+        tallies = _runs(options, root, repo)
     finally:
         if neighbour is not None:
             neighbour.terminate()
             neighbour.wait(timeout=30)
-    print(
-        "decisions over all test-runs: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
-    )
-    print(
-        f"host canary readings: {tally['canary ms'] / max(1, tally['ab ms']):.1%} of ab's wall time"
-    )
+    for arm, tally in tallies.items():
+        name = f" ({arm})" if arm else ""
+        print(
+            f"decisions over all test-runs{name}: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
+        )
+        print(
+            f"host canary readings{name}: "
+            f"{tally['canary ms'] / max(1, tally['ab ms']):.1%} of ab's wall time"
+        )
+    if options.pin_cpus == "alternate":
+        _compare_arms(root, options.runs)
 
 
-def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
-    """Run ``ab`` ``options.runs`` times, printing a line per run; the decisions' tally."""
-    tally: Counter[str] = Counter()
+def _pin_arm(options: argparse.Namespace, run: int) -> str:
+    """The ``ab`` flag of run ``run`` (0-based): "" for ab's default."""
+    if options.pin_cpus == "alternate":
+        return "--pin-cpus" if run % 2 == 0 else "--no-pin-cpus"
+    return {"on": "--pin-cpus", "off": "--no-pin-cpus"}.get(options.pin_cpus, "")
+
+
+def _spread(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """Per (test, quantile) of one run's JSON: (log interval width, |log ratio|), where set."""
+    spread = {}
+    for test in json.loads(path.read_text())["tests"]:
+        for name in QUANTILES:
+            change = test["change"].get(name) or {}
+            low, high, ratio = change.get("ci_low"), change.get("ci_high"), change.get("ratio")
+            if low and high and ratio and low > 0:
+                spread[test["nodeid"], name] = (math.log(high / low), abs(math.log(ratio)))
+    return spread
+
+
+def _compare_arms(root: Path, runs: int) -> None:
+    """Matched test-runs of the held (odd) and free (even) runs: medians and Wilcoxon."""
+    held: dict[str, list[tuple[float, float]]] = {name: [] for name in QUANTILES}
+    free: dict[str, list[tuple[float, float]]] = {name: [] for name in QUANTILES}
+    for first in range(0, runs - 1, 2):
+        a, b = _spread(root / f"ab-{first + 1}.json"), _spread(root / f"ab-{first + 2}.json")
+        for key in sorted(set(a) & set(b)):
+            held[key[1]].append(a[key])
+            free[key[1]].append(b[key])
+    for name in QUANTILES:
+        pins, frees = held[name], free[name]
+        if len(pins) < 2:
+            continue
+        for what, index in (("interval width (log)", 0), ("|log ratio|", 1)):
+            x = [p[index] for p in pins]
+            y = [f[index] for f in frees]
+            test = (
+                scipy.stats.wilcoxon(x, y)
+                if any(u != v for u, v in zip(x, y, strict=True))
+                else None
+            )
+            print(
+                f"{name} {what}, {len(x)} matched test-runs: held {statistics.median(x):.4f}, "
+                f"free {statistics.median(y):.4f}"
+                + (f", Wilcoxon p {test.pvalue:.3g}" if test is not None else "")
+            )
+
+
+def _runs(options: argparse.Namespace, root: Path, repo: Path) -> dict[str, Counter[str]]:
+    """Run ``ab`` ``options.runs`` times, printing a line per run; the decisions' tally per
+    ``--pin-cpus`` arm ("" when not alternating)."""
+    tallies: dict[str, Counter[str]] = {}
     for run in range(options.runs):
-        out = root / "ab.json"
+        out = root / f"ab-{run + 1}.json"
+        pin = _pin_arm(options, run)
+        tally = tallies.setdefault(pin if options.pin_cpus == "alternate" else "", Counter())
         command = [
             sys.executable, "-m", "pytest_roofline.cli", "ab", "--baseline=base",
             f"--rounds={options.rounds}", f"--budget={options.budget}",
             f"--store={root / 'ab.sqlite'}", f"--json={out}", "--gate=never",
+            *([pin] if pin else []),
             "--", "-p", "no:benchmark", *QUIET, *(["-k", options.keyword] if options.keyword else []),
         ]  # fmt: skip
         started = time.perf_counter()
@@ -118,11 +194,11 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> Counter[str]:
             )
         canary = (paired.get("canary_s") or 0) / paired["wall_s"]
         print(
-            f"run {run + 1} ({time.perf_counter() - started:.0f} s, canary {canary:.1%}): "
-            + " | ".join(row),
+            f"run {run + 1}{' ' + pin if pin else ''} ({time.perf_counter() - started:.0f} s, "
+            f"canary {canary:.1%}): " + " | ".join(row),
             flush=True,
         )
-    return tally
+    return tallies
 
 
 if __name__ == "__main__":

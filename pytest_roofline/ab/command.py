@@ -97,10 +97,13 @@ class AbOutcome:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def ab_windows(rounds: int, budget_s: float, worker_pairs: int = 1) -> WindowSettings:
-    """The alternation of ``--rounds=K --budget=B --worker-pairs=N``: ``K`` pairs at most,
-    ``min(4, K)`` at least, a look every 2 pairs (after whole ABBA blocks), windows of ``B / K``
-    seconds, ``N`` pairs of workers taking the window pairs in turn.
+def ab_windows(
+    rounds: int, budget_s: float, worker_pairs: int = 1, *, pin_cpus: bool = False
+) -> WindowSettings:
+    """The alternation of ``--rounds=K --budget=B --worker-pairs=N [--pin-cpus]``: ``K`` pairs
+    at most, ``min(4, K)`` at least, a look every 2 pairs (after whole ABBA blocks), windows of
+    ``B / K`` seconds, ``N`` pairs of workers taking the window pairs in turn, each pair's two
+    windows held on one CPU with ``pin_cpus``.
 
     >>> w = ab_windows(8, 1.0, 3)
     >>> (w.min_pairs, w.max_pairs, w.look_every, w.window_s, w.worker_pairs)
@@ -112,6 +115,7 @@ def ab_windows(rounds: int, budget_s: float, worker_pairs: int = 1) -> WindowSet
         max_pairs=rounds,
         look_every=2,
         worker_pairs=worker_pairs,
+        pin_cpus=pin_cpus,
     )
 
 
@@ -254,13 +258,14 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         log(f"pytest-roofline ab: pruned a stale baseline worktree left by a killed ab: {stale}")
     # Open the user's store first: one that cannot be written fails before minutes of windows.
     Store.open(plan.store_path, create=True).close()
-    settings = ab_windows(plan.rounds, plan.budget_s, plan.worker_pairs)
+    settings = ab_windows(plan.rounds, plan.budget_s, plan.worker_pairs, pin_cpus=plan.pin_cpus)
     user_args = tuple(options.pytest_args)
     log(
         f"pytest-roofline ab: baseline {options.baseline_ref} ({plan.base_commit[:12]}) against "
         f"the current tree ({plan.cand_commit[:12]}"
         f"{', with uncommitted changes' if plan.dirty else ''}); "
         f"{_worker_count(settings.worker_pairs)}, "
+        f"{'each window pair held on one CPU, ' if settings.pin_cpus else ''}"
         f"{settings.min_pairs}-{settings.max_pairs} window pairs per test (ABBA) of "
         f"{settings.window_s:.3g} s, up to {plan.budget_s:g} s per test and side"
     )
@@ -344,6 +349,8 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             "look_every": settings.look_every,
             "layout_shift_bytes": settings.layout_shift_bytes,
             "worker_pairs": settings.worker_pairs,
+            # CPUs the window pairs were held on in turn (0: left to the scheduler).
+            "pin_cpus": len(workers.cpus),
         },
         pairs_dropped=sum(len(t.dropped) for t in tests.values()),
         startup_s=workers.startup_s,

@@ -51,6 +51,7 @@ class AbOptions:
     rounds: int | None = None
     budget_s: float | None = None
     worker_pairs: int | None = None
+    pin_cpus: bool | None = None
     setup: str | None = None
     import_root: str | None = None
     baseline_python: str | None = None
@@ -118,6 +119,7 @@ class Plan:
     import_root: str
     store_path: Path
     worker_pairs: int = 1
+    pin_cpus: bool = False
 
     @property
     def per_round_s(self) -> float:
@@ -163,6 +165,7 @@ def make_plan(options: AbOptions) -> Plan:
         import_root=options.import_root if options.import_root is not None else section.import_root,
         store_path=store_path if store_path.is_absolute() else cwd / store_path,
         worker_pairs=worker_pairs,
+        pin_cpus=options.pin_cpus if options.pin_cpus is not None else section.pin_cpus,
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,14 +58,16 @@ __all__ = [
     "Window",
     "WindowSettings",
     "WorkerError",
+    "pair_cpu",
     "pair_order",
     "run_paired_workers",
+    "usable_cpus",
 ]
 
 Side = Literal["baseline", "candidate"]
 SIDES: tuple[Side, Side] = ("baseline", "candidate")
 WORKER_MODULE = "pytest_roofline.plugin.ab_worker"
-PROTOCOL_VERSION = 3  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
+PROTOCOL_VERSION = 4  # ab_worker.PROTOCOL_VERSION; the worker runs this package's source
 _TAIL_CHARS = 3000
 # Up to 4 MiB (1024 pages) of heap before each window. Measured on the 2-vCPU VM
 # (benchmarks/layout_shift.py): two fresh workers alternating np.add windows over 200 000
@@ -156,6 +159,9 @@ class WindowSettings:
         pairs in turn (pair ``p`` on worker pair ``p % worker_pairs``), so that one test's
         comparison spans several processes per side and what one process does to a test for
         its whole life shows as one worker pair disagreeing (``gate.worker_agreement``).
+    :param pin_cpus: hold both windows of a pair on one CPU, the pairs taking the CPUs this
+        process may use in turn, one ABBA block (two pairs) per CPU (:func:`pair_cpu`); a
+        test's first window on each worker is not held (``plugin.ab_worker.on_cpu``).
     """
 
     window_s: float = 0.2
@@ -171,6 +177,7 @@ class WindowSettings:
     max_replacements: int | None = None
     layout_shift_bytes: int = LAYOUT_SHIFT_BYTES
     worker_pairs: int = 1
+    pin_cpus: bool = False
 
     @property
     def replacement_limit(self) -> int:
@@ -225,7 +232,8 @@ class Window:
     ``canary`` is the worker's host canary judgement of the window (``None``: canary off) and
     ``canary_s`` the time its readings took, outside the window; ``layout_shift_bytes`` the
     heap block the worker held through it (where the test's memory landed this time);
-    ``worker_pair`` which pair of worker processes ran it (:attr:`WindowSettings.worker_pairs`).
+    ``worker_pair`` which pair of worker processes ran it (:attr:`WindowSettings.worker_pairs`);
+    ``cpu`` the CPU its main thread was held on (``None``: not held; :attr:`WindowSettings.pin_cpus`).
     """
 
     side: Side
@@ -246,6 +254,7 @@ class Window:
     canary_s: float = 0.0
     layout_shift_bytes: int = 0
     worker_pair: int = 0
+    cpu: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -335,6 +344,27 @@ class PairedWorkersRun:
     unmeasured: tuple[str, ...]
     startup_s: float
     wall_s: float
+
+
+def pair_cpu(pair: int, cpus: Sequence[int]) -> int | None:
+    """The CPU both windows of window pair ``pair`` are held on: the CPUs in turn, one ABBA
+    block (two pairs) each, so each block's order cancels on one CPU; ``None`` for fewer than
+    two CPUs (nothing to choose).
+
+    >>> [pair_cpu(p, (0, 1)) for p in range(6)]
+    [0, 0, 1, 1, 0, 0]
+    >>> pair_cpu(3, (5,)) is None
+    True
+    """
+    if len(cpus) < 2:
+        return None
+    return cpus[(pair // 2) % len(cpus)]
+
+
+def usable_cpus() -> tuple[int, ...]:
+    """The CPUs this process may run on, in order (empty where the platform cannot say)."""
+    getter = getattr(os, "sched_getaffinity", None)
+    return tuple(sorted(getter(0))) if getter is not None else ()
 
 
 def pair_order(pair: int) -> tuple[Side, Side]:
@@ -493,9 +523,11 @@ class _Worker:
         )
         return self.info
 
-    def window(self, nodeid: str, seconds: float, timeout: float) -> dict[str, Any]:
+    def window(
+        self, nodeid: str, seconds: float, timeout: float, cpu: int | None = None
+    ) -> dict[str, Any]:
         try:
-            self.channel.send(("window", nodeid, seconds))
+            self.channel.send(("window", nodeid, seconds, cpu))
         except (OSError, EOFError, ValueError):
             raise self._failure(
                 f"the {self.side} worker is gone (sending a window of {nodeid})", nodeid
@@ -566,6 +598,7 @@ class PairedWorkers:
         self.collected_pairs: list[dict[Side, CollectInfo]] = []
         self.startup_s = 0.0
         self.final_probe_pairs: list[dict[Side, Mapping[str, Any]]] = []
+        self.cpus: tuple[int, ...] = usable_cpus() if self.settings.pin_cpus else ()
 
     @property
     def collected(self) -> dict[Side, CollectInfo]:
@@ -710,10 +743,11 @@ class PairedWorkers:
         while kept < settings.max_pairs and pair < settings.max_pairs + settings.replacement_limit:
             # Worker pairs take the window pairs in turn; one test's comparison spans them all.
             workers = self._pairs[pair % len(self._pairs)]
+            cpu = pair_cpu(pair, self.cpus)
             for side in pair_order(pair):
                 t0 = self._clock()
                 reply = workers[side].window(
-                    nodeid, window_s or settings.window_s, settings.window_timeout_s
+                    nodeid, window_s or settings.window_s, settings.window_timeout_s, cpu
                 )
                 wall = self._clock() - t0
                 if reply.get("outcome") != "passed":
@@ -854,6 +888,7 @@ def _window(
         canary_s=float(reply.get("canary_s") or 0.0),
         layout_shift_bytes=int(reply.get("layout_shift_bytes") or 0),
         worker_pair=worker_pair,
+        cpu=None if reply.get("cpu") is None else int(reply["cpu"]),
     )
 
 

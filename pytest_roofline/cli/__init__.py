@@ -167,7 +167,8 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         "-- [pytest args]"
     )
     parser.epilog = (
-        "Defaults for --rounds, --budget, --worker-pairs, --setup and --import-root come from "
+        "Defaults for --rounds, --budget, --worker-pairs, --pin-cpus, --setup and --import-root "
+        "come from "
         "the ab: section "
         "of roofline.yaml. Exit status: 0 ship, 1 rollback (and escalate under --gate "
         "escalate), 2 usage error or a refused run, 7 an output could not be written. See "
@@ -196,6 +197,13 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="pairs of worker processes that take the rounds in turn; a regression rolls back "
         "only if every pair finds it (default 3; 1 to 8)",
+    )
+    parser.add_argument(
+        "--pin-cpus",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hold both windows of each window pair on one CPU, the pairs taking the CPUs in "
+        "turn (default off; ab.pin_cpus)",
     )
     parser.add_argument(
         "--setup", metavar="CMD", help="shell command run once in each tree before the rounds"

@@ -444,6 +444,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         budget_s=budget,
         worker_pairs=args.worker_pairs,
+        pin_cpus=args.pin_cpus,
         setup=args.setup,
         import_root=args.import_root,
         baseline_python=args.baseline_python,

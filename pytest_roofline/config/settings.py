@@ -64,7 +64,7 @@ GATE_KEYS = (
     "confirm",
     "confirm_time",
 )
-AB_KEYS = ("rounds", "budget", "setup", "import_root", "worker_pairs")
+AB_KEYS = ("rounds", "budget", "setup", "import_root", "worker_pairs", "pin_cpus")
 MAX_WORKER_PAIRS = 8
 """The most pairs of worker processes ``ab`` starts (``ab.worker_pairs``, ``--worker-pairs``)."""
 
@@ -345,11 +345,12 @@ class AbSettings:
     setup: str | None = None
     import_root: str = "."
     worker_pairs: int = 3
+    pin_cpus: bool = False
 
 
 def parse_ab(value: object, *, where: str) -> AbSettings:
     """The ``ab:`` section of ``roofline.yaml``: ``{rounds: 32, budget: 2s, setup: CMD,
-    import_root: src, worker_pairs: 3}``."""
+    import_root: src, worker_pairs: 3, pin_cpus: false}``."""
     if value is None:
         return AbSettings()
     value = _section(value, AB_KEYS, where=where)
@@ -363,6 +364,9 @@ def parse_ab(value: object, *, where: str) -> AbSettings:
             f"{where}.worker_pairs: expected an integer from 1 to {MAX_WORKER_PAIRS} (each pair is "
             f"two more pytest processes), got {worker_pairs!r}"
         )
+    pin_cpus = value.get("pin_cpus", defaults.pin_cpus)
+    if not isinstance(pin_cpus, bool):
+        raise ConfigError(f"{where}.pin_cpus: expected true or false, got {pin_cpus!r}")
     budget = value.get("budget")
     budget_s = (
         parse_duration(budget, where=f"{where}.budget") if budget is not None else defaults.budget_s
@@ -383,6 +387,7 @@ def parse_ab(value: object, *, where: str) -> AbSettings:
         setup=texts["setup"],
         import_root=texts["import_root"] or defaults.import_root,
         worker_pairs=worker_pairs,
+        pin_cpus=pin_cpus,
     )
 
 

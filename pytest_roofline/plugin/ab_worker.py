@@ -13,8 +13,9 @@ interpreter and tree. The worker
    that use the ``roofline`` fixture), each test's configured budget, collection errors, and
    what the session imported (:func:`pytest_roofline.plugin.ab_imports.probe_record`);
 3. takes over ``pytest_runtestloop`` and serves commands until ``("stop",)``:
-   ``("window", nodeid, seconds)`` runs that test's protocol (set-up, call, teardown) once more
-   with a sampling budget of ``seconds`` and answers ``("window", reply)`` with the per-call
+   ``("window", nodeid, seconds, cpu)`` runs that test's protocol (set-up, call, teardown) once
+   more with a sampling budget of ``seconds``, its main thread held on CPU ``cpu`` when that is
+   not ``None`` (below), and answers ``("window", reply)`` with the per-call
    samples (little-endian float64 bytes), the batch size, the stop reason, the timings and the
    counters' CPU share, and the host canary's judgement of the window (below); a test that
    fails, errors or skips answers with that outcome and the message instead of samples.
@@ -47,6 +48,19 @@ about 20% faster or slower than the other for its whole life, and fresh worker p
 agree (docs/paired.md, "Where a window's memory lands"). The draw uses a generator of its own,
 never the test's ``random`` state.
 
+Which CPU a window runs on (issue 10): with ``cpu`` given, the worker holds its main thread on
+that CPU (``os.sched_setaffinity`` of the calling thread) from the canary reading before the
+window to the one after, and gives it back its previous CPUs at once. The controller gives both
+windows of a pair the same CPU and moves the pairs over the CPUs in turn, so a pair's ratio
+compares the two sides on one CPU: left to the scheduler, each worker's main thread stayed
+largely on one vCPU for a whole run, and vCPUs of a VM can run at different speeds for minutes
+(docs/paired.md, "One CPU per window pair"). A test's first window on a worker is never held
+(the controller's pairs are then unheld on both sides): that is where lazy set-up happens, and
+a library that sizes its thread pool from the CPUs it may use (OpenBLAS, OpenMP, a framework's
+pool) must see them all. Threads a test starts inside a held window inherit the one CPU for
+that window; after it, each such thread still held there gets the worker's CPUs back. Threads
+started earlier (OpenBLAS's pool, at import) are never touched.
+
 Between windows of one test only function-scoped fixtures are torn down: the test's module,
 class and session fixtures stay set up as in an ordinary run, and are torn down when a window
 for a test outside them arrives, or at ``stop``.
@@ -59,6 +73,7 @@ pytest-roofline's own modules imported, inside the functions that run on the wor
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
@@ -72,10 +87,11 @@ if TYPE_CHECKING:
     import pytest
     from execnet import Channel
 
-__all__ = ["PROTOCOL_VERSION", "WindowServer", "layout_shift", "serve"]
+__all__ = ["PROTOCOL_VERSION", "WindowServer", "layout_shift", "on_cpu", "serve"]
 
-PROTOCOL_VERSION = 3  # 2: canary judgement per window; tags, target, machine at collection;
-# 3: a heap block of random size held through each window ("layout_shift_bytes")
+PROTOCOL_VERSION = 4  # 2: canary judgement per window; tags, target, machine at collection;
+# 3: a heap block of random size held through each window ("layout_shift_bytes");
+# 4: ("window", nodeid, seconds, cpu): the window's main thread held on that CPU
 # Longest message text sent back (a traceback); the controller shows it as is.
 _MESSAGE_CHARS = 4000
 REPORT_ATTRIBUTE = "roofline"  # pytest_roofline.plugin.session.REPORT_ATTRIBUTE
@@ -208,7 +224,8 @@ class WindowServer:
         self.channel.send(("collected", self._collected(session)))
         for command in self._commands():
             if command[0] == "window":
-                _, nodeid, seconds = command
+                _, nodeid, seconds, *rest = command
+                cpu = rest[0] if rest else None
                 item = items.get(nodeid)
                 if item is None:
                     self.channel.send(
@@ -222,8 +239,12 @@ class WindowServer:
                         )
                     )
                     continue
+                if nodeid not in self._windows:
+                    cpu = None  # a test's first window here: its lazy set-up sees every CPU
                 try:
-                    reply = self._window(item, float(seconds))
+                    with on_cpu(cpu):
+                        reply = self._window(item, float(seconds))
+                    reply["cpu"] = cpu
                 except Exception:  # a fixture teardown or hook error: this test's, not the worker's
                     reply = {
                         "nodeid": nodeid,
@@ -364,6 +385,41 @@ class WindowServer:
             # any value the plugin put there crosses the channel.
             "result": json.dumps(result, default=float),
         }
+
+
+_TASKS = "/proc/self/task"
+
+
+def _thread_ids() -> set[int]:
+    try:
+        return {int(name) for name in os.listdir(_TASKS)}
+    except OSError:
+        return set()
+
+
+@contextlib.contextmanager
+def on_cpu(cpu: int | None) -> Iterator[None]:
+    """Hold the calling thread on CPU ``cpu`` (nothing when ``None``), then give it back the
+    CPUs it had, and give them to every thread started meanwhile that is still held on
+    ``cpu`` (it inherited the one CPU; a thread that set its own CPUs keeps them). The kernel
+    moves a thread off a CPU it may no longer use before ``sched_setaffinity`` returns."""
+    if cpu is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    held = {int(cpu)}
+    threads = _thread_ids()
+    os.sched_setaffinity(0, held)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+        for tid in _thread_ids() - threads:
+            try:
+                if os.sched_getaffinity(tid) == held:
+                    os.sched_setaffinity(tid, before)
+            except OSError:  # the thread has ended meanwhile
+                pass
 
 
 def layout_shift(rng: random.Random, max_bytes: int) -> list[bytearray]:

@@ -25,7 +25,9 @@ from pytest_roofline.ab.workers import (
     TestWindows,
     WindowSettings,
     WorkerError,
+    pair_cpu,
     pair_order,
+    usable_cpus,
 )
 
 from .conftest import FAKE_CLOCK_CONFTEST
@@ -587,3 +589,62 @@ def test_later_windows_rewarm_until_settled_or_for_exactly_rewarm_s(
         assert min(later) > 0.02  # the ~25 ms of speed-up, and the window that shows it ended
     else:
         assert max(later) < 0.004  # 2 ms, and the call (under 1 ms) that crosses it
+
+
+# Each window records the CPUs its main thread may use, and those of the thread the previous
+# window started and left running (started inside that window, so it inherited them).
+AFFINITY_TEST = """
+import os
+import threading
+
+import sidepkg
+
+STARTED = []
+
+
+def mask(tid):
+    return float(sum(1 << cpu for cpu in os.sched_getaffinity(tid)))
+
+
+def test_where(roofline):
+    earlier = mask(STARTED[-1].native_id) if STARTED else -1.0
+    thread = threading.Thread(target=threading.Event().wait, daemon=True)
+    thread.start()
+    STARTED.append(thread)
+    roofline(sidepkg.work)
+    roofline.record_quality("mask", mask(0), higher_is_better=True)
+    roofline.record_quality("earlier_thread_mask", earlier, higher_is_better=True)
+"""
+
+
+@pytest.mark.skipif(len(usable_cpus()) < 2, reason="holding a window on a CPU needs two CPUs")
+@pytest.mark.parametrize("pin", [True, False])
+def test_with_pin_cpus_both_windows_of_a_pair_are_held_on_one_cpu_in_turn(
+    tmp_path: Path, pin: bool
+) -> None:
+    sides = []
+    for side in (1, 2):
+        root = make_side(tmp_path / str(side), side, n=10)
+        (root / "tests" / "test_perf.py").write_text(AFFINITY_TEST)
+        sides.append(root)
+    settings = dataclasses.replace(FAST, min_pairs=6, max_pairs=6, pin_cpus=pin)
+    with PairedWorkers(spec("baseline", sides[0]), spec("candidate", sides[1]), settings) as w:
+        test = w.measure_test("tests/test_perf.py::test_where")
+    cpus = usable_cpus()
+    everything = float(sum(1 << cpu for cpu in cpus))
+    for side in ("baseline", "candidate"):
+        windows = [window for window in test.windows if window.side == side]
+        quality = [window.result["measurement"]["quality"] for window in windows]
+        masks = [q["mask"]["value"] for q in quality]
+        if pin:
+            # The first window is free (lazy set-up sees every CPU); then one ABBA block of
+            # two pairs per CPU, the same CPU on both sides of a pair.
+            held = [None, *(pair_cpu(p, cpus) for p in range(1, 6))]
+            assert [window.cpu for window in windows] == held
+            assert masks == [everything, *(float(1 << cpu) for cpu in held[1:])]  # type: ignore[operator]
+            assert len(set(held[1:])) == 2
+        else:
+            assert [window.cpu for window in windows] == [None] * 6
+            assert masks == [everything] * 6
+        # A thread started in a held window got every CPU back when the window ended.
+        assert [q["earlier_thread_mask"]["value"] for q in quality[1:]] == [everything] * 5
