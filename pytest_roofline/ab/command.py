@@ -70,6 +70,7 @@ from pytest_roofline.ab.workers import (
     WindowSettings,
     WorkerError,
     pair_order,
+    usable_cpus,
 )
 from pytest_roofline.errors import AbError
 from pytest_roofline.gate.evidence import GATED_QUANTILES
@@ -98,7 +99,7 @@ class AbOutcome:
 
 
 def ab_windows(
-    rounds: int, budget_s: float, worker_pairs: int = 1, *, pin_cpus: bool = False
+    rounds: int, budget_s: float, worker_pairs: int = 1, *, pin_cpus: bool = True
 ) -> WindowSettings:
     """The alternation of ``--rounds=K --budget=B --worker-pairs=N [--pin-cpus]``: ``K`` pairs
     at most, ``min(4, K)`` at least, a look every 2 pairs (after whole ABBA blocks), windows of
@@ -222,6 +223,12 @@ def _measure(
     return tests, workers, reasons
 
 
+def _held(pin_cpus: bool) -> str:
+    """The log's words for ``--pin-cpus`` (nothing when off or with one CPU to use)."""
+    cpus = len(usable_cpus()) if pin_cpus else 0
+    return f"each window pair held on one of {cpus} CPUs in turn, " if cpus >= 2 else ""
+
+
 def _worker_count(worker_pairs: int) -> str:
     """``one worker per side`` or ``3 pairs of workers taking the pairs in turn``."""
     if worker_pairs == 1:
@@ -265,7 +272,7 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
         f"the current tree ({plan.cand_commit[:12]}"
         f"{', with uncommitted changes' if plan.dirty else ''}); "
         f"{_worker_count(settings.worker_pairs)}, "
-        f"{'each window pair held on one CPU, ' if settings.pin_cpus else ''}"
+        f"{_held(settings.pin_cpus)}"
         f"{settings.min_pairs}-{settings.max_pairs} window pairs per test (ABBA) of "
         f"{settings.window_s:.3g} s, up to {plan.budget_s:g} s per test and side"
     )

@@ -177,7 +177,7 @@ class WindowSettings:
     max_replacements: int | None = None
     layout_shift_bytes: int = LAYOUT_SHIFT_BYTES
     worker_pairs: int = 1
-    pin_cpus: bool = False
+    pin_cpus: bool = True
 
     @property
     def replacement_limit(self) -> int:
@@ -598,7 +598,9 @@ class PairedWorkers:
         self.collected_pairs: list[dict[Side, CollectInfo]] = []
         self.startup_s = 0.0
         self.final_probe_pairs: list[dict[Side, Mapping[str, Any]]] = []
-        self.cpus: tuple[int, ...] = usable_cpus() if self.settings.pin_cpus else ()
+        # The CPUs window pairs are held on in turn: none unless asked, or with one CPU.
+        cpus = usable_cpus() if self.settings.pin_cpus else ()
+        self.cpus: tuple[int, ...] = cpus if len(cpus) >= 2 else ()
 
     @property
     def collected(self) -> dict[Side, CollectInfo]:

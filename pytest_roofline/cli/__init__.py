@@ -203,7 +203,7 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="hold both windows of each window pair on one CPU, the pairs taking the CPUs in "
-        "turn (default off; ab.pin_cpus)",
+        "turn (default on; ab.pin_cpus; --no-pin-cpus leaves them to the scheduler)",
     )
     parser.add_argument(
         "--setup", metavar="CMD", help="shell command run once in each tree before the rounds"

@@ -242,9 +242,9 @@ class WindowServer:
                 if nodeid not in self._windows:
                     cpu = None  # a test's first window here: its lazy set-up sees every CPU
                 try:
-                    with on_cpu(cpu):
+                    with on_cpu(cpu) as held:
                         reply = self._window(item, float(seconds))
-                    reply["cpu"] = cpu
+                    reply["cpu"] = cpu if held else None
                 except Exception:  # a fixture teardown or hook error: this test's, not the worker's
                     reply = {
                         "nodeid": nodeid,
@@ -398,20 +398,28 @@ def _thread_ids() -> set[int]:
 
 
 @contextlib.contextmanager
-def on_cpu(cpu: int | None) -> Iterator[None]:
+def on_cpu(cpu: int | None) -> Iterator[bool]:
     """Hold the calling thread on CPU ``cpu`` (nothing when ``None``), then give it back the
     CPUs it had, and give them to every thread started meanwhile that is still held on
     ``cpu`` (it inherited the one CPU; a thread that set its own CPUs keeps them). The kernel
-    moves a thread off a CPU it may no longer use before ``sched_setaffinity`` returns."""
-    if cpu is None:
-        yield
+    moves a thread off a CPU it may no longer use before ``sched_setaffinity`` returns.
+
+    Yields whether the thread is held: not where the platform has no ``sched_setaffinity``
+    or refuses the CPU (e.g. one outside this process's cpuset); the window then runs free.
+    """
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        yield False
         return
     before = os.sched_getaffinity(0)
     held = {int(cpu)}
     threads = _thread_ids()
-    os.sched_setaffinity(0, held)
     try:
-        yield
+        os.sched_setaffinity(0, held)
+    except OSError:
+        yield False
+        return
+    try:
+        yield True
     finally:
         os.sched_setaffinity(0, before)
         for tid in _thread_ids() - threads:

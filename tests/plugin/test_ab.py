@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline.ab import load_paired
-from pytest_roofline.ab.workers import LAYOUT_SHIFT_BYTES
+from pytest_roofline.ab.workers import LAYOUT_SHIFT_BYTES, usable_cpus
 from pytest_roofline.cli import main
+from pytest_roofline.config.settings import AbSettings
 from pytest_roofline.store import Store
 
 from .conftest import FAKE_CLOCK_CONFTEST
@@ -84,10 +85,8 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     out, err = capsys.readouterr()
     assert status == 1, err
     assert "decision: ROLLBACK" in out
-    assert (
-        "3 workers per side taking the window pairs in turn, 4-4 window pairs per test (ABBA) "
-        "of 0.05 s" in err
-    )
+    assert "3 workers per side taking the window pairs in turn, " in err
+    assert "4-4 window pairs per test (ABBA) of 0.05 s" in err
     # Three pairs of worker processes take the window pairs in turn (pairs 1, 2, 3, 1).
     for number in (1, 2, 3):
         assert f"baseline worker {number} of 3 (pid" in err
@@ -104,6 +103,7 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert run["paired"]["windows"] == {
         "window_s": 0.05, "min_pairs": 4, "max_pairs": 4, "look_every": 2,
         "layout_shift_bytes": LAYOUT_SHIFT_BYTES, "worker_pairs": 3,
+        "pin_cpus": len(usable_cpus()) if AbSettings().pin_cpus else 0,
     }  # fmt: skip
     assert run["paired"]["pairs_dropped"] == 0  # min_pairs = max_pairs: nothing can go
     assert run["paired"]["baseline_commit"] == git(repo, "rev-parse", "HEAD~1").strip()
@@ -349,6 +349,28 @@ def test_the_workers_idle_blas_threads_stop_spinning_unless_the_user_chose_other
     # The heap shift of every window is on by default, and both outputs say so.
     assert document["run"]["paired"]["windows"]["layout_shift_bytes"] == LAYOUT_SHIFT_BYTES
     assert "random, up to 4 MiB" in html
+
+
+@pytest.mark.skipif(len(usable_cpus()) < 2, reason="holding window pairs on CPUs needs two")
+@pytest.mark.parametrize("flag", ["--pin-cpus", "--no-pin-cpus"])
+def test_pin_cpus_holds_each_window_pair_on_one_cpu_and_says_so(
+    repo: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    status = main(
+        ["ab", "--baseline=HEAD~1", *FAST, "--import-root=src", flag, "--json=out.json",
+         *PYTEST_ARGS]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 1, err  # the slower commit is still found
+    cpus = len(usable_cpus())
+    held = f"each window pair held on one of {cpus} CPUs in turn"
+    document = json.loads((repo / "out.json").read_text())
+    if flag == "--pin-cpus":
+        assert held in err
+        assert document["run"]["paired"]["windows"]["pin_cpus"] == cpus
+    else:
+        assert "held on one of" not in err
+        assert document["run"]["paired"]["windows"]["pin_cpus"] == 0
 
 
 def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(

@@ -373,12 +373,26 @@ def test_a_tree_module_named_like_the_standard_library_is_not_mistaken_for_a_sha
 def test_the_ab_section_sets_the_commands_defaults() -> None:
     assert parse_ab(None, where="x") == AbSettings()
     settings = parse_ab(
-        {"rounds": 12, "budget": "2s", "setup": "make", "import_root": "src", "worker_pairs": 2},
+        {
+            "rounds": 12,
+            "budget": "2s",
+            "setup": "make",
+            "import_root": "src",
+            "worker_pairs": 2,
+            "pin_cpus": not AbSettings().pin_cpus,
+        },
         where="x",
     )
     assert settings == AbSettings(
-        rounds=12, budget_s=2.0, setup="make", import_root="src", worker_pairs=2
+        rounds=12,
+        budget_s=2.0,
+        setup="make",
+        import_root="src",
+        worker_pairs=2,
+        pin_cpus=not AbSettings().pin_cpus,
     )
+    windows = ab_windows(12, 2.0, 2, pin_cpus=settings.pin_cpus)
+    assert windows.pin_cpus == settings.pin_cpus
 
 
 def test_ab_keeps_up_to_thirty_two_window_pairs_of_62_5_ms_by_default() -> None:
@@ -405,6 +419,8 @@ def test_ab_keeps_up_to_thirty_two_window_pairs_of_62_5_ms_by_default() -> None:
         ({"worker_pairs": 0}, r"x.worker_pairs: expected an integer >= 1, got 0"),
         ({"worker_pairs": 9}, r"x.worker_pairs: expected an integer from 1 to 8 .*, got 9"),
         ({"worker_pairs": "3"}, r"x.worker_pairs: expected an integer >= 1, got '3'"),
+        ({"pin_cpus": "yes"}, r"x.pin_cpus: expected true or false, got 'yes'"),
+        ({"pin_cpus": 1}, r"x.pin_cpus: expected true or false, got 1"),
         ([4], r"x: expected a mapping"),
     ],
 )
