@@ -7,9 +7,11 @@ physical core): the scheduler tends to wake a sleeping process on the CPU it las
 worker can stay on one CPU for a whole run. This script runs A/A windows of the validation
 fixture (``paired_validation.py``'s ten tests, three worker pairs, ``--pairs`` window pairs of
 62.5 ms per test) and samples every worker's main thread from ``/proc/PID/stat`` every 2 ms,
-counting, per worker, the samples it was running on each CPU.
+counting, per worker, the samples it was running on each CPU. Window pairs are held on one CPU
+in turn as ``ab`` holds them by default (``--pin-cpus``); ``--no-pin-cpus`` leaves them to the
+scheduler, as before stop 33.
 
-Usage: python benchmarks/worker_cpus.py [--pairs 8] [--runs 1]
+Usage: python benchmarks/worker_cpus.py [--pairs 8] [--runs 1] [--no-pin-cpus]
 """
 
 from __future__ import annotations
@@ -42,9 +44,13 @@ def running_cpu(pid: int) -> int | None:
     return int(fields[PROCESSOR]) if fields[STATE] == "R" else None
 
 
-def one_run(trees: tuple[Path, Path], root: Path, pairs: int) -> Counter[tuple[str, int, int]]:
+def one_run(
+    trees: tuple[Path, Path], root: Path, pairs: int, pin_cpus: bool
+) -> Counter[tuple[str, int, int]]:
     specs = fixture_workers(root, *trees)
-    settings = WindowSettings(window_s=0.0625, min_pairs=pairs, max_pairs=pairs, worker_pairs=3)
+    settings = WindowSettings(
+        window_s=0.0625, min_pairs=pairs, max_pairs=pairs, worker_pairs=3, pin_cpus=pin_cpus
+    )
     seen: Counter[tuple[str, int, int]] = Counter()
     done = threading.Event()
     with PairedWorkers(*specs, settings) as workers:
@@ -70,11 +76,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--pin-cpus", action=argparse.BooleanOptionalAction, default=True)
     options = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="worker-cpus-"))
     repo, base = make_project(root, [])
     for run in range(options.runs):
-        seen = one_run((base, repo), root, options.pairs)
+        seen = one_run((base, repo), root, options.pairs, options.pin_cpus)
         cpus = sorted({cpu for _, _, cpu in seen})
         print(f"run {run + 1}: samples of each worker running, per CPU")
         for side in ("baseline", "candidate"):
