@@ -356,8 +356,10 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
             "look_every": settings.look_every,
             "layout_shift_bytes": settings.layout_shift_bytes,
             "worker_pairs": settings.worker_pairs,
-            # CPUs the window pairs were held on in turn (0: left to the scheduler).
-            "pin_cpus": len(workers.cpus),
+            # CPUs window pairs were held on (0: none; left to the scheduler).
+            "pin_cpus": len(
+                {w.cpu for t in tests.values() for w in t.windows if w.cpu is not None}
+            ),
         },
         pairs_dropped=sum(len(t.dropped) for t in tests.values()),
         startup_s=workers.startup_s,

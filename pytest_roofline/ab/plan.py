@@ -119,7 +119,7 @@ class Plan:
     import_root: str
     store_path: Path
     worker_pairs: int = 1
-    pin_cpus: bool = False
+    pin_cpus: bool = True
 
     @property
     def per_round_s(self) -> float:

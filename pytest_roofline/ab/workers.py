@@ -346,19 +346,30 @@ class PairedWorkersRun:
     wall_s: float
 
 
-def pair_cpu(pair: int, cpus: Sequence[int]) -> int | None:
-    """The CPU both windows of window pair ``pair`` are held on: the CPUs in turn, one ABBA
-    block (two pairs) each, so each block's order cancels on one CPU; ``None`` for fewer than
-    two CPUs (nothing to choose).
+def pair_cpu(pair: int, cpus: Sequence[int], worker_pairs: int = 1) -> int | None:
+    """The CPU both windows of window pair ``pair`` are held on: each worker pair's own pairs
+    (pair ``p`` runs on worker pair ``p % worker_pairs``) take the CPUs in turn, two pairs
+    each, so every worker pair runs on every CPU; ``None`` for fewer than two CPUs.
 
     >>> [pair_cpu(p, (0, 1)) for p in range(6)]
     [0, 0, 1, 1, 0, 0]
+    >>> [pair_cpu(p, (0, 1), worker_pairs=3) for p in range(12)]
+    [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
     >>> pair_cpu(3, (5,)) is None
     True
     """
     if len(cpus) < 2:
         return None
-    return cpus[(pair // 2) % len(cpus)]
+    return cpus[(pair // worker_pairs // 2) % len(cpus)]
+
+
+PARALLEL_CPU_SHARE = 1.2
+"""A side all of whose windows so far had a CPU share (process CPU time over the window's wall
+time) above this runs the test's work on several CPUs (threads or a BLAS pool): such a test's
+later pairs are not held on one CPU (every window, since single 20 ms windows of a serial
+test read 2.0 here), since
+threads and child processes a test starts in a held window share its one CPU, and a candidate
+that lost its parallelism would then read the same as its baseline."""
 
 
 def usable_cpus() -> tuple[int, ...]:
@@ -738,6 +749,7 @@ class PairedWorkers:
         pair = 0
         kept = 0
         counts = dict.fromkeys(SIDES, 0)
+        hold = bool(self.cpus)
         # A pair dropped for a disturbed host is replaced by another, up to max_replacements
         # more: else the canary's flags (4 of 8 pairs on the quiet host here) leave a test on
         # its min_pairs and undecided. The drop depends on the canary only, never on the
@@ -745,7 +757,7 @@ class PairedWorkers:
         while kept < settings.max_pairs and pair < settings.max_pairs + settings.replacement_limit:
             # Worker pairs take the window pairs in turn; one test's comparison spans them all.
             workers = self._pairs[pair % len(self._pairs)]
-            cpu = pair_cpu(pair, self.cpus)
+            cpu = pair_cpu(pair, self.cpus, len(self._pairs)) if hold else None
             for side in pair_order(pair):
                 t0 = self._clock()
                 reply = workers[side].window(
@@ -767,6 +779,7 @@ class PairedWorkers:
                 stop = "error"
                 break
             pair += 1
+            hold = hold and not _parallel(windows)  # measured on every CPU from the next pair
             before, kept = kept, pair - len(self._dropped(windows))
             if (
                 should_continue is not None
@@ -842,6 +855,15 @@ class PairedWorkers:
             startup_s=self.startup_s,
             wall_s=self._clock() - began + self.startup_s,
         )
+
+
+def _parallel(windows: Sequence[Window]) -> bool:
+    """Whether either side's windows so far all used more than ``PARALLEL_CPU_SHARE`` CPUs."""
+    for side in SIDES:
+        shares = [w.cpu_share for w in windows if w.side == side and w.cpu_share is not None]
+        if shares and min(shares) > PARALLEL_CPU_SHARE:
+            return True
+    return False
 
 
 def _kept(

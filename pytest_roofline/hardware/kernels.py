@@ -103,15 +103,20 @@ def sweep_until_clear(
     tell, up to ``max_rounds``.
 
     A best-of only rises with more rounds, towards each size's undisturbed rate, so the extra
-    rounds can settle a sweep that a disturbance left undecided. In a cache that holds the
-    swept sizes, their bests rise towards the reference's with each round, so a later round is
-    less likely than the last of ``rounds`` to pass them for main memory.
+    rounds can settle a sweep that a disturbance left undecided. Each extra round is one more
+    look, though: in a cache that holds the swept sizes, a reference disturbed in the first
+    rounds and clean later could pass them for main memory where six rounds kept the rule;
+    their bests also rise towards the reference's, which makes that less likely as rounds go
+    on. A round with no reading (a clock that did not move) ends the sweep.
 
     :returns: ``(reference's best, {swept size: best})``.
     """
     best: dict[int, float] = {}
     for done in range(1, max_rounds + 1):
-        for size, rate in time_round().items():
+        rates = time_round()
+        if not all(rate > 0 and math.isfinite(rate) for rate in rates.values()):
+            break  # no evidence to gather: past_the_caches refuses such readings
+        for size, rate in rates.items():
             best[size] = max(best.get(size, 0.0), rate)
         swept = {size: rate for size, rate in best.items() if size != reference}
         if done >= rounds and past_the_caches(best.get(reference, 0.0), swept) is not None:

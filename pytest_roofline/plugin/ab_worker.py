@@ -49,8 +49,9 @@ agree (docs/paired.md, "Where a window's memory lands"). The draw uses a generat
 never the test's ``random`` state.
 
 Which CPU a window runs on (issue 10): with ``cpu`` given, the worker holds its main thread on
-that CPU (``os.sched_setaffinity`` of the calling thread) from the canary reading before the
-window to the one after, and gives it back its previous CPUs at once. The controller gives both
+that CPU (``os.sched_setaffinity`` of the calling thread) through the window and the canary
+readings around it (the "before" reading is often the previous window's "after", reused, taken
+on another CPU), and gives it back its previous CPUs at once. The controller gives both
 windows of a pair the same CPU and moves the pairs over the CPUs in turn, so a pair's ratio
 compares the two sides on one CPU: left to the scheduler, each worker's main thread stayed
 largely on one vCPU for a whole run, and vCPUs of a VM can run at different speeds for minutes
