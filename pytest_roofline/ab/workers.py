@@ -159,9 +159,11 @@ class WindowSettings:
         pairs in turn (pair ``p`` on worker pair ``p % worker_pairs``), so that one test's
         comparison spans several processes per side and what one process does to a test for
         its whole life shows as one worker pair disagreeing (``gate.worker_agreement``).
-    :param pin_cpus: hold both windows of a pair on one CPU, the pairs taking the CPUs this
-        process may use in turn, one ABBA block (two pairs) per CPU (:func:`pair_cpu`); a
-        test's first window on each worker is not held (``plugin.ab_worker.on_cpu``).
+    :param pin_cpus: hold both windows of a pair on one CPU, each worker pair's own pairs
+        taking the CPUs this process may use in turn, two per CPU (:func:`pair_cpu`); a test's
+        first window on each worker is not held (``plugin.ab_worker.on_cpu``), nor are a
+        test's later pairs once either side's windows all used several CPUs
+        (``PARALLEL_CPU_SHARE``).
     """
 
     window_s: float = 0.2
@@ -365,11 +367,10 @@ def pair_cpu(pair: int, cpus: Sequence[int], worker_pairs: int = 1) -> int | Non
 
 PARALLEL_CPU_SHARE = 1.2
 """A side all of whose windows so far had a CPU share (process CPU time over the window's wall
-time) above this runs the test's work on several CPUs (threads or a BLAS pool): such a test's
-later pairs are not held on one CPU (every window, since single 20 ms windows of a serial
-test read 2.0 here), since
-threads and child processes a test starts in a held window share its one CPU, and a candidate
-that lost its parallelism would then read the same as its baseline."""
+time) above this runs the test's work on several CPUs (threads or a BLAS pool), and the test's
+later pairs are not held on one CPU: threads a test starts in a held window share its one CPU,
+so a candidate that lost its parallelism would read the same as its baseline. Every window
+must show it, since single 20 ms windows of a serial test read 2.0 here."""
 
 
 def usable_cpus() -> tuple[int, ...]:
