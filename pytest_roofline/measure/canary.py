@@ -206,8 +206,8 @@ class CanarySettings:
 
     :ivar repeats: calls of each kernel per reading (the reading is their median).
     :ivar max_reading_s: a kind stops repeating within a reading once its calls have taken
-        ``max_reading_s / kinds`` (each kind is called at least once): under a BLAS collapse
-        one GEMM call alone takes 16-20 ms here.
+        ``max_reading_s / kinds`` (each kind is called at least twice: a warming call, then
+        one that counts): under a BLAS collapse one GEMM call alone takes 16-20 ms here.
     :ivar start_readings: readings at session start (level and floor).
     :ivar end_readings: readings at session end.
     :ivar budget_share: readings between tests are skipped while the canary's time exceeds this
@@ -791,11 +791,11 @@ class Canary:
     def read(self) -> CanaryReading:
         """Take one reading now, whatever the budget (the caller accounts for it).
 
-        After one call of each kernel to warm the caches (its time counts only when no other
-        call of the kind follows), rounds call every kernel once, in order, ``repeats`` times; a
-        kind stops repeating once its calls in this reading have taken ``max_reading_s /
-        kinds``: a collapsed GEMM (20 ms a call here) is plain to see without repeating it, and
-        the others still get theirs.
+        After one call of each kernel to warm the caches and wake the BLAS threads (its time
+        never counts), rounds call every kernel once, in order, ``repeats`` times; a kind stops
+        repeating once its calls in this reading have taken ``max_reading_s / kinds``, but
+        always gets one counted call: a collapsed GEMM (20 ms a call here) is plain to see in
+        that one call, and the others still get theirs.
         """
         kernels = self.kernels
         clock = self._clock
@@ -807,14 +807,18 @@ class Canary:
         # the test just measured may have evicted the canary's arrays from the caches, and a
         # cold call reads the test's footprint, not the host (measured here: the stream canary
         # read 1.5-1.9x its level right after tests that touch tens of MiB, with no other
-        # process running). A collapsed kernel is plain in its first call and is not repeated.
+        # process running). The first 2-thread GEMM after an idle spell also waits for its
+        # sleeping BLAS thread's vCPU to wake: 6-12 ms for a 0.3 ms call in 11-15% of first
+        # calls here, the second call at its level. Judged on that first call alone, a
+        # quarter to a third of a quiet ab run's windows read "disturbed" and their pairs were
+        # dropped (docs/paired.md, "The canary's first GEMM call"), so one call always counts.
         for kind, call in kernels.calls.items():
             t0 = clock()
             call()
             first[kind] = clock() - t0
         for _ in range(self.settings.repeats):
             for kind, call in kernels.calls.items():
-                if first[kind] + sum(times[kind]) >= per_kind_ns:
+                if times[kind] and first[kind] + sum(times[kind]) >= per_kind_ns:
                     continue
                 t0 = clock()
                 call()
