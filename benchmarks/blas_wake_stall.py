@@ -9,7 +9,7 @@ each in its turn times one 192x192 fp64 GEMM (the canary's), a second one, then 
 It prints, over ``--turns`` turns, the median of each call and how many took over 5 ms (the
 canary's whole GEMM share of a reading is 6.7 ms), and the stalled first calls' times.
 
-Usage: python benchmarks/blas_wake_stall.py [--processes 6] [--turns 300] [--window 0.06] [--pin]
+Usage: python benchmarks/blas_wake_stall.py [--processes 6] [--turns 300] [--window 0.0625] [--pin]
 """
 
 from __future__ import annotations

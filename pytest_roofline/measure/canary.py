@@ -93,7 +93,8 @@ WINDOW_STATES: tuple[WindowState, ...] = get_args(WindowState)
 PairedState = Literal["quiet", "disturbed_a", "disturbed_b", "disturbed_both", "unread"]
 
 #: Default sizes. A reading of all three (3 calls each) costs about 5 ms here when the host is
-#: quiet; 12-24 ms while the 2-thread GEMM collapses (benchmarks/canary_check.py).
+#: quiet; 12-24 ms while the 2-thread GEMM collapses (benchmarks/canary_check.py, when one
+#: collapsed call made the reading; it now takes a warming call and a counted one, ~35-45 ms).
 #: GEMM n=192 fp64: ~0.27 ms with 2 OpenBLAS threads, ~0.44 ms with one (2-vCPU EPYC VM).
 GEMM_N = 192
 #: Three arrays of 4 MiB: 12 MiB, beyond a 1 MiB L2, so the triad reads memory or shared L3.
@@ -793,9 +794,9 @@ class Canary:
 
         After one call of each kernel to warm the caches and wake the BLAS threads (its time
         never counts), rounds call every kernel once, in order, ``repeats`` times; a kind stops
-        repeating once its calls in this reading have taken ``max_reading_s / kinds``, but
-        always gets one counted call: a collapsed GEMM (20 ms a call here) is plain to see in
-        that one call, and the others still get theirs.
+        repeating once its counted calls in this reading have taken ``max_reading_s / kinds``,
+        but always gets one: a collapsed GEMM (20 ms a call here) is plain to see in that one
+        call, and the others still get theirs.
         """
         kernels = self.kernels
         clock = self._clock
@@ -803,22 +804,23 @@ class Canary:
         times: dict[str, list[int]] = {k: [] for k in kernels.calls}
         first: dict[str, int] = {}
         begin = clock()
-        # The first call of each kind is timed but left out of the median when others follow:
-        # the test just measured may have evicted the canary's arrays from the caches, and a
-        # cold call reads the test's footprint, not the host (measured here: the stream canary
-        # read 1.5-1.9x its level right after tests that touch tens of MiB, with no other
-        # process running). The first 2-thread GEMM after an idle spell also waits for its
-        # sleeping BLAS thread's vCPU to wake: 6-12 ms for a 0.3 ms call in 11-15% of first
-        # calls here, the second call at its level. Judged on that first call alone, a
-        # quarter to a third of a quiet ab run's windows read "disturbed" and their pairs were
-        # dropped (docs/paired.md, "The canary's first GEMM call"), so one call always counts.
+        # The first call of each kind is timed but never counted: the test just measured may
+        # have evicted the canary's arrays from the caches, and a cold call reads the test's
+        # footprint, not the host (measured here: the stream canary read 1.5-1.9x its level
+        # right after tests that touch tens of MiB, with no other process running). The first
+        # 2-thread GEMM after an idle spell may also wait for its sleeping BLAS thread's vCPU
+        # to wake: 6-18 ms for a 0.3 ms call in 1-6% of first calls here (up to 15% in
+        # another hour), the next call at its level. When a slow first call alone made the
+        # reading, quiet A/A ab runs dropped 28.8 window pairs a run for a "disturbed" host,
+        # and 18.5 once one call always counted (docs/paired.md, "The canary's first GEMM
+        # call"). The budget counts the counted calls only, so a stall still gets a median.
         for kind, call in kernels.calls.items():
             t0 = clock()
             call()
             first[kind] = clock() - t0
         for _ in range(self.settings.repeats):
             for kind, call in kernels.calls.items():
-                if times[kind] and first[kind] + sum(times[kind]) >= per_kind_ns:
+                if times[kind] and sum(times[kind]) >= per_kind_ns:
                     continue
                 t0 = clock()
                 call()
@@ -826,7 +828,7 @@ class Canary:
         end = clock()
         return CanaryReading(
             at_s=(begin - self._origin_ns) / 1e9,
-            levels_s={k: statistics.median(v or [first[k]]) / 1e9 for k, v in times.items()},
+            levels_s={k: statistics.median(v) / 1e9 for k, v in times.items()},
             cost_s=(end - begin) / 1e9,
         )
 
