@@ -810,9 +810,8 @@ class Canary:
         # right after tests that touch tens of MiB, with no other process running). The first
         # 2-thread GEMM after an idle spell may also wait for its sleeping BLAS thread's vCPU
         # to wake: 6-18 ms for a 0.3 ms call in 1-6% of first calls here (up to 15% in
-        # another hour), the next call at its level. When a slow first call alone made the
-        # reading, quiet A/A ab runs dropped 28.8 window pairs a run for a "disturbed" host,
-        # and 18.5 once one call always counted (docs/paired.md, "The canary's first GEMM
+        # another hour), the next call at its level: judged on that call alone, the window read
+        # "disturbed", and ab dropped its pair (docs/paired.md, "The canary's first GEMM
         # call"). The budget counts the counted calls only, so a stall still gets a median.
         for kind, call in kernels.calls.items():
             t0 = clock()
