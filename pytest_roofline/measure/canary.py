@@ -94,7 +94,7 @@ PairedState = Literal["quiet", "disturbed_a", "disturbed_b", "disturbed_both", "
 
 #: Default sizes. A reading of all three (3 calls each) costs about 5 ms here when the host is
 #: quiet; 12-24 ms while the 2-thread GEMM collapses (benchmarks/canary_check.py, when one
-#: collapsed call made the reading; it now takes a warming call and a counted one, ~35-45 ms).
+#: collapsed call made the reading; it now takes a warming call and a counted one, 32-70 ms).
 #: GEMM n=192 fp64: ~0.27 ms with 2 OpenBLAS threads, ~0.44 ms with one (2-vCPU EPYC VM).
 GEMM_N = 192
 #: Three arrays of 4 MiB: 12 MiB, beyond a 1 MiB L2, so the triad reads memory or shared L3.
@@ -206,9 +206,9 @@ class CanarySettings:
     """How often, how long and how strictly the canary reads.
 
     :ivar repeats: calls of each kernel per reading (the reading is their median).
-    :ivar max_reading_s: a kind stops repeating within a reading once its calls have taken
-        ``max_reading_s / kinds`` (each kind is called at least twice: a warming call, then
-        one that counts): under a BLAS collapse one GEMM call alone takes 16-20 ms here.
+    :ivar max_reading_s: a kind stops repeating within a reading once its counted calls have
+        taken ``max_reading_s / kinds`` (each kind is called at least twice: a warming call,
+        then one that counts): under a BLAS collapse one GEMM call alone takes 16-20 ms here.
     :ivar start_readings: readings at session start (level and floor).
     :ivar end_readings: readings at session end.
     :ivar budget_share: readings between tests are skipped while the canary's time exceeds this
