@@ -47,6 +47,7 @@ from pytest_roofline.errors import RooflineError
 from pytest_roofline.measure.canary import PairedWindow, WindowJudgement
 
 __all__ = [
+    "FIRST_WARMUP_S",
     "LAYOUT_SHIFT_BYTES",
     "SIDES",
     "CollectInfo",
@@ -75,6 +76,11 @@ _TAIL_CHARS = 3000
 # a shift (5 beyond x0.92-x1.08), 0.024 (none) with up to 4 MiB, and 0.032 (1 of 25) with up to
 # 1 MiB (docs/paired.md, "Where a window's memory lands").
 LAYOUT_SHIFT_BYTES = 4 << 20
+# A test's first window on a worker warms up for at most 10 ms (the plugin's roofline_warmup when
+# shorter) and then on while the calls keep getting faster. The plugin's default of 50 ms in
+# each of a test's six first windows (three worker pairs, two sides) cost about 4 s of a
+# 31-second A/A run of the validation fixture (docs/paired.md, "A shorter first warm-up").
+FIRST_WARMUP_S = 0.01
 
 ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray], Sequence[int]], bool]
 """``should_continue(nodeid, base_windows, cand_windows, worker_pairs)``: whether test ``nodeid``
@@ -134,8 +140,10 @@ class WindowSettings:
     :param max_pairs: window pairs at most per test.
     :param look_every: pairs between two calls of ``should_continue`` (2: after whole ABBA
         blocks, so that a linear drift of machine speed cancels at every look).
-    :param first_warmup_s: warm-up of a test's first window on each side; ``None`` takes the
-        plugin's ``roofline_warmup`` (0.05 s by default).
+    :param first_warmup_s: warm-up of a test's first window on each worker: the plugin's
+        ``roofline_warmup`` capped at this, then on while the calls keep getting faster (the
+        settling warm-up, at most 0.5 s); ``None``: the plugin's
+        ``roofline_warmup`` uncapped (0.05 s by default).
     :param rewarm_s: warm-up of every later window (caches after the other side's window).
     :param rewarm_settles: a later window's warm-up goes on past ``rewarm_s`` until the calls
         stop getting faster (the plugin's settling warm-up); ``False``: exactly ``rewarm_s`` (at
@@ -170,7 +178,7 @@ class WindowSettings:
     min_pairs: int = 4
     max_pairs: int = 20
     look_every: int = 2
-    first_warmup_s: float | None = None
+    first_warmup_s: float | None = FIRST_WARMUP_S
     rewarm_s: float = 0.002
     rewarm_settles: bool = False
     window_timeout_s: float = 300.0

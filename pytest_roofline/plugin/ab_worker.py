@@ -26,7 +26,8 @@ The measurement is the plugin's own: the ``roofline`` fixture's probe samples un
 :class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early
 stop, no replay, no per-test outcome) and the samples are read from the call-phase report's
 ``roofline`` attribute, exactly as the plugin's controller reads them. The first window of a
-test warms up for the plugin's warm-up time; later windows re-warm briefly (``rewarm_s``).
+test warms up for the plugin's warm-up time, at most ``first_warmup_s``, and on while the calls
+keep getting faster; later windows re-warm briefly (``rewarm_s``).
 
 Host canary (issue 10): each window is bracketed by readings of this process's canary
 (:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, its
@@ -118,8 +119,8 @@ class WindowServer:
     :param rewarm_s: warm-up of every window after a test's first.
     :param rewarm_settles: that warm-up goes on until the calls stop getting faster (``False``:
         exactly ``rewarm_s``).
-    :param first_warmup_s: warm-up of a test's first window; ``None`` takes the plugin's
-        (``roofline_warmup``, default 0.05 s).
+    :param first_warmup_s: the longest warm-up of a test's first window (the plugin's
+        ``roofline_warmup`` when shorter; ``None``: the plugin's, default 0.05 s).
     :param layout_shift_bytes: the largest heap block held through a window (0: none).
     """
 
@@ -274,21 +275,23 @@ class WindowServer:
         # What pytest's own loop does with the last item (nextitem=None): tear everything down.
         session._setupstate.teardown_exact(None)
 
+    def _first_warmup(self, item: pytest.Item) -> float:
+        """A test's first window's warm-up: the plugin's ``roofline_warmup``, at most
+        ``first_warmup_s`` (the settling warm-up then goes on while the calls get faster)."""
+        from pytest_roofline.plugin import SESSION_KEY
+
+        configured = float(item.config.stash[SESSION_KEY].settings.warmup_s)
+        return configured if self.first_warmup_s is None else min(configured, self.first_warmup_s)
+
     def _window(self, item: pytest.Item, seconds: float) -> dict[str, Any]:
         from pytest_roofline.plugin.session import WINDOW_KEY, SamplingWindow
 
         session = item.session
         first = item.nodeid not in self._windows
         self._windows[item.nodeid] = self._windows.get(item.nodeid, 0) + 1
-        warmup = self.rewarm_s
-        if first:
-            warmup = self.first_warmup_s if self.first_warmup_s is not None else -1.0
+        warmup = self._first_warmup(item) if first else self.rewarm_s
         # Fixtures of the previous test that this one does not share go now, outside the window.
         session._setupstate.teardown_exact(item)
-        if warmup < 0:
-            from pytest_roofline.plugin import SESSION_KEY
-
-            warmup = float(item.config.stash[SESSION_KEY].settings.warmup_s)
         item.stash[WINDOW_KEY] = SamplingWindow(
             budget_s=seconds,
             warmup_s=warmup,

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.ab.workers import (
+    FIRST_WARMUP_S,
     PairedWorkers,
     SideSpec,
     TestWindows,
@@ -197,9 +198,11 @@ def test_each_window_brings_back_its_sides_samples(workers: PairedWorkers) -> No
         assert side == (1.0 if window.side == "baseline" else 2.0)
         # Each window samples for its budget (the sampler stops only once it is spent).
         assert window.sampling_s >= FAST.window_s
-        # The first window of a test on each side warms up for first_warmup_s, later ones
-        # for rewarm_s (the warm-up loop runs until its time is spent).
-        assert window.warmup_s >= (FAST.first_warmup_s if window.index == 0 else FAST.rewarm_s)
+        # The first window of a test on each side warms up for the plugin's warm-up (1 ms in
+        # INI) capped at first_warmup_s, later ones for rewarm_s (the warm-up loop runs until
+        # its time is spent).
+        first = min(FAST.first_warmup_s or 0.0, 0.001)
+        assert window.warmup_s >= (first if window.index == 0 else FAST.rewarm_s)
 
 
 def addresses(test: TestWindows, side: str) -> list[float]:
@@ -589,6 +592,50 @@ def test_later_windows_rewarm_until_settled_or_for_exactly_rewarm_s(
         assert min(later) > 0.02  # the ~25 ms of speed-up, and the window that shows it ended
     else:
         assert max(later) < 0.004  # 2 ms, and the call (under 1 ms) that crosses it
+
+
+# A test's first window on a worker warms up for the plugin's warm-up, at most FIRST_WARMUP_S of
+# it, and then on while the calls keep getting faster.
+FIRST_WINDOW_CONFTEST = (
+    COLD_START_CONFTEST
+    + """
+@pytest.fixture
+def steady():
+    return lambda: advance(3e-4)
+"""
+)
+
+
+@pytest.mark.parametrize("plugin_warmup_ms", [50, 2])
+def test_a_first_window_warms_up_at_most_first_warmup_s_unless_still_speeding_up(
+    tmp_path: Path, plugin_warmup_ms: int
+) -> None:
+    sides = []
+    for side in (1, 2):
+        root = make_side(tmp_path / str(side), side, n=10)
+        ini = INI.replace("roofline_warmup = 1ms", f"roofline_warmup = {plugin_warmup_ms}ms")
+        (root / "pytest.ini").write_text(ini)
+        (root / "tests" / "conftest.py").write_text(FIRST_WINDOW_CONFTEST)
+        (root / "tests" / "test_perf.py").write_text(
+            "def test_cold(roofline, work):\n    roofline(work)\n\n\n"
+            "def test_steady(roofline, steady):\n    roofline(steady)\n"
+        )
+        sides.append(root)
+    assert WindowSettings().first_warmup_s == FIRST_WARMUP_S == 0.01
+    settings = dataclasses.replace(FAST, first_warmup_s=WindowSettings().first_warmup_s)
+    with PairedWorkers(spec("baseline", sides[0]), spec("candidate", sides[1]), settings) as w:
+        cold = w.measure_test("tests/test_perf.py::test_cold")
+        steady = w.measure_test("tests/test_perf.py::test_steady")
+    first_cold = [window.warmup_s for window in cold.windows if window.index == 0]
+    first_steady = [window.warmup_s for window in steady.windows if window.index == 0]
+    assert len(first_cold) == len(first_steady) == 2
+    # Steady calls: the shorter of the two minimums and the settling window (half of it) that
+    # shows no new low; never the plugin's 50 ms.
+    low = min(FIRST_WARMUP_S, plugin_warmup_ms / 1000)
+    assert all(low <= s <= 1.6 * low for s in first_steady), first_steady
+    # Calls that speed up for ~23 ms (0.97 ms falling 3% a call to 0.3 ms): on through the
+    # speed-up, whatever the minimum, and still short of the plugin's 50 ms.
+    assert all(0.02 <= s < 0.05 for s in first_cold), first_cold
 
 
 # Each window records the CPUs its main thread may use, and those of the thread the previous
