@@ -76,10 +76,11 @@ _TAIL_CHARS = 3000
 # a shift (5 beyond x0.92-x1.08), 0.024 (none) with up to 4 MiB, and 0.032 (1 of 25) with up to
 # 1 MiB (docs/paired.md, "Where a window's memory lands").
 LAYOUT_SHIFT_BYTES = 4 << 20
-# A test's first window on a worker warms up for at most 10 ms (the plugin's roofline_warmup when
-# shorter) and then on while the calls keep getting faster. The plugin's default of 50 ms in
-# each of a test's six first windows (three worker pairs, two sides) cost about 4 s of a
-# 31-second A/A run of the validation fixture (docs/paired.md, "A shorter first warm-up").
+# A test's first window on a worker warms up for at least 10 ms (rather than the plugin's
+# default roofline_warmup of 50 ms) and then on while the calls keep getting faster. Its six
+# first windows (three worker pairs, two sides) cost about 4 s of a 31-second A/A run of the
+# validation fixture, the 50 ms warm-ups about 3 s of it; measured, the change saved 2.6 s
+# (docs/paired.md, "A shorter first warm-up").
 FIRST_WARMUP_S = 0.01
 
 ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray], Sequence[int]], bool]
@@ -140,10 +141,11 @@ class WindowSettings:
     :param max_pairs: window pairs at most per test.
     :param look_every: pairs between two calls of ``should_continue`` (2: after whole ABBA
         blocks, so that a linear drift of machine speed cancels at every look).
-    :param first_warmup_s: warm-up of a test's first window on each worker: the plugin's
-        ``roofline_warmup`` capped at this, then on while the calls keep getting faster (the
-        settling warm-up, at most 0.5 s); ``None``: the plugin's
-        ``roofline_warmup`` uncapped (0.05 s by default).
+    :param first_warmup_s: minimum warm-up of a test's first window on each worker while the
+        plugin's ``roofline_warmup`` is at its default; the settling warm-up then goes on while
+        the calls keep getting faster (at most 0.5 s), in steps of half this minimum. A
+        ``roofline_warmup`` set to another value is used as given; ``None``: always the
+        plugin's (0.05 s by default).
     :param rewarm_s: warm-up of every later window (caches after the other side's window).
     :param rewarm_settles: a later window's warm-up goes on past ``rewarm_s`` until the calls
         stop getting faster (the plugin's settling warm-up); ``False``: exactly ``rewarm_s`` (at

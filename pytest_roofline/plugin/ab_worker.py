@@ -26,8 +26,9 @@ The measurement is the plugin's own: the ``roofline`` fixture's probe samples un
 :class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early
 stop, no replay, no per-test outcome) and the samples are read from the call-phase report's
 ``roofline`` attribute, exactly as the plugin's controller reads them. The first window of a
-test warms up for the plugin's warm-up time, at most ``first_warmup_s``, and on while the calls
-keep getting faster; later windows re-warm briefly (``rewarm_s``).
+test warms up for ``first_warmup_s`` while the plugin's warm-up time is at its default (for a
+warm-up you set, that time), and on while the calls keep getting faster; later windows re-warm
+briefly (``rewarm_s``).
 
 Host canary (issue 10): each window is bracketed by readings of this process's canary
 (:meth:`pytest_roofline.plugin.session.RooflineSession.window_canary`, the plugin's own, its
@@ -119,8 +120,9 @@ class WindowServer:
     :param rewarm_s: warm-up of every window after a test's first.
     :param rewarm_settles: that warm-up goes on until the calls stop getting faster (``False``:
         exactly ``rewarm_s``).
-    :param first_warmup_s: the longest warm-up of a test's first window (the plugin's
-        ``roofline_warmup`` when shorter; ``None``: the plugin's, default 0.05 s).
+    :param first_warmup_s: the minimum warm-up of a test's first window while the plugin's
+        ``roofline_warmup`` is at its default (``None``: the plugin's, 0.05 s); a
+        ``roofline_warmup`` set to another value is used as given.
     :param layout_shift_bytes: the largest heap block held through a window (0: none).
     """
 
@@ -276,12 +278,18 @@ class WindowServer:
         session._setupstate.teardown_exact(None)
 
     def _first_warmup(self, item: pytest.Item) -> float:
-        """A test's first window's warm-up: the plugin's ``roofline_warmup``, at most
-        ``first_warmup_s`` (the settling warm-up then goes on while the calls get faster)."""
+        """The minimum warm-up of a test's first window (the settling warm-up then goes on while
+        the calls keep getting faster): ``first_warmup_s`` while the plugin's
+        ``roofline_warmup`` is at its default, since six first windows a test would each spend
+        the default's 50 ms; a ``roofline_warmup`` set to another value (a JIT's plateau, a
+        cold start measured on purpose) is used as given."""
+        from pytest_roofline.config.defaults import DEFAULTS
         from pytest_roofline.plugin import SESSION_KEY
 
         configured = float(item.config.stash[SESSION_KEY].settings.warmup_s)
-        return configured if self.first_warmup_s is None else min(configured, self.first_warmup_s)
+        if self.first_warmup_s is None or configured != DEFAULTS.warmup_s:
+            return configured
+        return min(configured, self.first_warmup_s)
 
     def _window(self, item: pytest.Item, seconds: float) -> dict[str, Any]:
         from pytest_roofline.plugin.session import WINDOW_KEY, SamplingWindow
