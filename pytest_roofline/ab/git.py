@@ -70,7 +70,8 @@ def add_worktree(toplevel: Path, commit: str, dest: Path) -> None:
 
 def remove_worktree(toplevel: Path, dest: Path) -> str | None:
     """Remove the baseline worktree; return a warning when it could not be removed cleanly."""
-    done = git(["worktree", "remove", "--force", str(dest)], toplevel)
+    # Twice: removes the worktree even if it is locked (a `git worktree add` cut short).
+    done = git(["worktree", "remove", "--force", "--force", str(dest)], toplevel)
     if done.returncode == 0:
         return None
     # The directory may be half gone (a killed setup); delete it and drop git's record of it.

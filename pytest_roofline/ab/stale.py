@@ -82,13 +82,17 @@ def prune_stale_worktrees(toplevel: Path) -> list[Path]:
         if tree.name != WORKTREE_NAME or not scratch.name.startswith(SCRATCH_PREFIX):
             continue
         if not scratch.exists():
-            pruned.append(tree)  # the directory is gone: git worktree prune drops the record
+            # The directory is gone: git worktree prune drops the record, unless it is locked.
+            git(["worktree", "unlock", str(tree)], toplevel)
+            pruned.append(tree)
             continue
         fd = _try_lock(scratch / LOCK_NAME, create=False)
         if fd is None:
             continue  # a live ab holds it (or it is not ours: no lock file)
         try:
-            git(["worktree", "remove", "--force", str(tree)], toplevel)
+            # Twice: an ab killed inside `git worktree add` leaves the worktree locked
+            # ("initializing"), and a single --force, like prune, leaves a locked one alone.
+            git(["worktree", "remove", "--force", "--force", str(tree)], toplevel)
             shutil.rmtree(scratch, ignore_errors=True)
         finally:
             os.close(fd)

@@ -62,6 +62,18 @@ def _start_ab(repo: Path, setup: str) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+def _assert_the_next_ab_prunes(repo: Path, stale: Path) -> None:
+    """The next ab fails its own setup at once; before that it has pruned the stale worktree."""
+    ran = run_cli(
+        repo, "ab", "--baseline=HEAD", "--setup=false", "--store", str(repo.parent / "s.sqlite")
+    )
+    assert ran.status == 2, ran.explain()
+    no_traceback(ran)
+    assert "pruned" in ran.err and str(stale) in ran.err, ran.explain()
+    assert worktrees(repo) == [repo.resolve()]
+    assert not stale.parent.exists()  # its scratch directory too
+
+
 def test_a_worktree_left_by_a_killed_ab_is_pruned_by_the_next_ab(repo: Path) -> None:
     killed = _start_ab(repo, "sleep 120")
     stale = _wait_for_worktree(repo, killed)
@@ -70,16 +82,25 @@ def test_a_worktree_left_by_a_killed_ab_is_pruned_by_the_next_ab(repo: Path) -> 
     assert killed.returncode == -signal.SIGKILL
     assert stale in worktrees(repo)  # left registered: nothing ran its clean-up
 
-    # The next ab fails its own setup at once; before that it has pruned the stale worktree.
-    ran = run_cli(
-        repo, "ab", "--baseline=HEAD", "--setup=false", "--store", str(repo.parent / "s.sqlite")
-    )
-    assert ran.status == 2, ran.explain()
-    no_traceback(ran)
-    assert "pruned" in ran.err and str(stale) in ran.err, ran.explain()
-    assert worktrees(repo) == [repo.resolve()]
+    _assert_the_next_ab_prunes(repo, stale)
     assert not stale.exists()
-    assert not stale.parent.exists()  # its scratch directory too
+
+
+@pytest.mark.parametrize("directory_gone", [False, True])
+def test_a_worktree_left_locked_by_an_ab_killed_inside_git_worktree_add_is_pruned(
+    repo: Path, directory_gone: bool
+) -> None:
+    # `git worktree add` locks the new worktree ("initializing") until its checkout is done: an
+    # ab killed in that moment leaves it locked, and `git worktree remove --force` and `git
+    # worktree prune` both leave a locked worktree alone (seen once in CI under load).
+    killed = _start_ab(repo, "sleep 120")
+    stale = _wait_for_worktree(repo, killed)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    git(repo, "worktree", "lock", "--reason", "initializing", str(stale))
+    if directory_gone:  # e.g. a tmp cleaner took the scratch directory since
+        shutil.rmtree(stale.parent)
+    _assert_the_next_ab_prunes(repo, stale)
 
 
 def test_a_worktree_of_a_running_ab_is_left_alone(repo: Path) -> None:
