@@ -202,18 +202,22 @@ def _measure(
             # A marker's budget= is the test's budget per side, as --budget is: spread over
             # the most pairs it may get.
             window_s = {n: budgets.get(n, plan.budget_s) / settings.max_pairs for n in both}
-            for i, nodeid in enumerate(both):
-                test = workers.measure_test(nodeid, rule, window_s=window_s[nodeid])
+
+            def finished(nodeid: str, test: TestWindows) -> None:
+                dropped = f", {len(test.dropped)} dropped (host disturbed)" if test.dropped else ""
+                log(
+                    f"[{len(tests) + 1}/{len(both)}] {nodeid}: {test.pairs} window pairs "
+                    f"({test.stop}{dropped}) in {test.wall_s:.1f} s"
+                )
                 tests[nodeid] = test
+
+            # Every test's window pairs interleaved, round by round (measure_tests).
+            tests = workers.measure_tests(both, rule, window_s=window_s, finished=finished)
+            for test in tests.values():
                 # A test skipped on a side (a platform condition) is not compared, as in a
                 # pytest run; one that fails or measures nothing on a side escalates the run.
                 if test.error is not None and test.error_outcome != "skipped":
                     reasons.append(f"{test.error.splitlines()[0]}: the test is not compared")
-                dropped = f", {len(test.dropped)} dropped (host disturbed)" if test.dropped else ""
-                log(
-                    f"[{i + 1}/{len(both)}] {nodeid}: {test.pairs} window pairs ({test.stop}"
-                    f"{dropped}) in {test.wall_s:.1f} s"
-                )
     except WorkerError as exc:
         raise _worker_failure(exc, trees) from None
     # What the tests imported while they ran counts too (lazy imports inside a test).

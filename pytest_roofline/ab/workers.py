@@ -61,6 +61,7 @@ __all__ = [
     "WorkerError",
     "pair_cpu",
     "pair_order",
+    "round_order",
     "run_paired_workers",
     "usable_cpus",
 ]
@@ -751,68 +752,42 @@ class PairedWorkers:
         side's message; the workers stay usable. A worker that dies or hangs raises
         :class:`WorkerError`.
         """
-        settings = self.settings
-        began = self._clock()
-        windows: list[Window] = []
-        stop: StopWhy = "max_pairs"
-        error = None
-        error_outcome = None
-        pair = 0
-        kept = 0
-        counts = dict.fromkeys(SIDES, 0)
-        hold = bool(self.cpus)
-        # A pair dropped for a disturbed host is replaced by another, up to max_replacements
-        # more: else the canary's flags (4 of 8 pairs on the quiet host here) leave a test on
-        # its min_pairs and undecided. The drop depends on the canary only, never on the
-        # pair's own ratios, so the pairs kept are an unbiased sample.
-        while kept < settings.max_pairs and pair < settings.max_pairs + settings.replacement_limit:
-            # Worker pairs take the window pairs in turn; one test's comparison spans them all.
-            workers = self._pairs[pair % len(self._pairs)]
-            cpu = pair_cpu(pair, self.cpus, len(self._pairs)) if hold else None
-            for side in pair_order(pair):
-                t0 = self._clock()
-                reply = workers[side].window(
-                    nodeid, window_s or settings.window_s, settings.window_timeout_s, cpu
-                )
-                wall = self._clock() - t0
-                if reply.get("outcome") != "passed":
-                    error_outcome = str(reply.get("outcome") or reply.get("record") or "error")
-                    error = (
-                        f"{nodeid} {reply.get('outcome')} on the {side} side (window "
-                        f"{counts[side] + 1}): {str(reply.get('message', '')).strip()}"
-                    )
-                    break
-                windows.append(
-                    _window(side, nodeid, pair, counts[side], reply, wall, workers[side].number)
-                )
-                counts[side] += 1
-            if error is not None:
-                stop = "error"
-                break
-            pair += 1
-            hold = hold and not _parallel(windows)  # measured on every CPU from the next pair
-            before, kept = kept, pair - len(self._dropped(windows))
-            if (
-                should_continue is not None
-                and kept > before
-                and kept >= settings.min_pairs
-                and kept < settings.max_pairs
-                and (kept - settings.min_pairs) % settings.look_every == 0
-            ):
-                base, cand, groups = _kept(windows, self._dropped(windows))
-                if not should_continue(nodeid, base, cand, groups):
-                    stop = "decided"
-                    break
-        return TestWindows(
-            nodeid=nodeid,
-            windows=tuple(windows),
-            pairs=pair,
-            stop=stop,
-            wall_s=self._clock() - began,
-            error=error,
-            dropped=self._dropped(windows),
-            error_outcome=error_outcome,
-        )
+        alternation = _Alternation(self, nodeid, should_continue, window_s)
+        while not alternation.done:
+            alternation.step()
+        return alternation.result()
+
+    def measure_tests(
+        self,
+        nodeids: Sequence[str],
+        should_continue: ShouldContinue | None = None,
+        *,
+        window_s: Mapping[str, float] | None = None,
+        finished: Callable[[str, TestWindows], None] = lambda nodeid, test: None,
+    ) -> dict[str, TestWindows]:
+        """:meth:`measure_test` for every test in ``nodeids``, their window pairs interleaved.
+
+        Each round gives every test still undecided one window pair (:func:`round_order`), so
+        a test's pairs spread over the whole run instead of a few seconds of it: a stretch of
+        time when the host favoured one side for one test (docs/paired.md, "Interleaved
+        tests") then reaches a few of each test's pairs, not all of one test's. A decided
+        test drops out; ``finished`` is called as each one ends.
+
+        :param window_s: per test, its window budget (default ``settings.window_s``).
+        """
+        budgets = window_s or {}
+        alternations = {n: _Alternation(self, n, should_continue, budgets.get(n)) for n in nodeids}
+        active = list(nodeids)
+        turn = 0
+        while active:
+            for nodeid in round_order(active, turn):
+                alternation = alternations[nodeid]
+                alternation.step()
+                if alternation.done:
+                    finished(nodeid, alternation.result())
+            active = [n for n in active if not alternations[n].done]
+            turn += 1
+        return {n: alternations[n].result() for n in nodeids}
 
     def _dropped(self, windows: Sequence[Window]) -> tuple[int, ...]:
         """The complete pairs to leave out for a disturbed host (none without ``drop_disturbed``)."""
@@ -829,7 +804,7 @@ class PairedWorkers:
         should_continue: ShouldContinue | None = None,
         nodeids: Iterable[str] | None = None,
     ) -> PairedWorkersRun:
-        """Measure every test both sides measure (or ``nodeids``), one test at a time."""
+        """Measure every test both sides measure (or ``nodeids``), interleaved (:meth:`measure_tests`)."""
         began = self._clock()
         both, only_base, only_cand, unmeasured = self.common_tests()
         if only_base or only_cand:
@@ -849,14 +824,17 @@ class PairedWorkers:
                             side=side,
                             nodeid=nodeid,
                         )
-        tests: dict[str, TestWindows] = {}
-        for i, nodeid in enumerate(selected):
-            test = self.measure_test(nodeid, should_continue)
-            tests[nodeid] = test
+        done = 0
+
+        def finished(nodeid: str, test: TestWindows) -> None:
+            nonlocal done
+            done += 1
             self._log(
-                f"[{i + 1}/{len(selected)}] {nodeid}: {test.pairs} pairs in {test.wall_s:.1f} s "
+                f"[{done}/{len(selected)}] {nodeid}: {test.pairs} pairs in {test.wall_s:.1f} s "
                 f"({test.stop}{': ' + test.error.splitlines()[0] if test.error else ''})"
             )
+
+        tests = self.measure_tests(selected, should_continue, finished=finished)
         return PairedWorkersRun(
             tests=tests,
             collected=dict(self.collected),
@@ -865,6 +843,131 @@ class PairedWorkers:
             unmeasured=unmeasured,
             startup_s=self.startup_s,
             wall_s=self._clock() - began + self.startup_s,
+        )
+
+
+def round_order(active: Sequence[str], turn: int) -> list[str]:
+    """The order of one interleaved round: the tests still undecided, rotated by the round.
+
+    Rotating moves which test opens a round (right after the workers were idle, or after a
+    test that just dropped out), so no test holds that place every round.
+
+    >>> round_order(["a", "b", "c"], 0), round_order(["a", "b", "c"], 1), round_order(["a"], 5)
+    (['a', 'b', 'c'], ['b', 'c', 'a'], ['a'])
+    """
+    shift = turn % len(active) if active else 0
+    return [*active[shift:], *active[:shift]]
+
+
+class _Alternation:
+    """One test's alternation in progress: its windows so far, one window pair per step.
+
+    The state :meth:`PairedWorkers.measure_test` keeps for a test, held between steps so that
+    :meth:`PairedWorkers.measure_tests` can interleave tests pair by pair.
+    """
+
+    def __init__(
+        self,
+        workers: PairedWorkers,
+        nodeid: str,
+        should_continue: ShouldContinue | None,
+        window_s: float | None,
+    ) -> None:
+        self._workers = workers
+        self.nodeid = nodeid
+        self._should_continue = should_continue
+        self._window_s = window_s or workers.settings.window_s
+        self._windows: list[Window] = []
+        self._stop: StopWhy = "max_pairs"
+        self._error: str | None = None
+        self._error_outcome: str | None = None
+        self._pair = 0
+        self._kept = 0
+        self._counts = dict.fromkeys(SIDES, 0)
+        self._hold = bool(workers.cpus)
+        self._ended = False
+        # The time spent on this test's own window pairs (interleaved, not its elapsed time).
+        self._wall_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        """Decided, at ``max_pairs`` kept, out of replacements, or failed on a side."""
+        settings = self._workers.settings
+        return self._ended or not (
+            self._kept < settings.max_pairs
+            and self._pair < settings.max_pairs + settings.replacement_limit
+        )
+
+    def step(self) -> None:
+        """Run the next window pair (ABBA order) and look, if a look is due."""
+        workers, settings = self._workers, self._workers.settings
+        began = workers._clock()
+        try:
+            self._run_pair()
+        finally:
+            self._wall_s += workers._clock() - began
+        if self._ended:
+            return
+        pair = self._pair
+        # A pair dropped for a disturbed host is replaced by another, up to max_replacements
+        # more: else the canary's flags (4 of 8 pairs on the quiet host here) leave a test on
+        # its min_pairs and undecided. The drop depends on the canary only, never on the
+        # pair's own ratios, so the pairs kept are an unbiased sample.
+        dropped = workers._dropped(self._windows)
+        before, self._kept = self._kept, pair - len(dropped)
+        kept = self._kept
+        if (
+            self._should_continue is not None
+            and kept > before
+            and kept >= settings.min_pairs
+            and kept < settings.max_pairs
+            and (kept - settings.min_pairs) % settings.look_every == 0
+        ):
+            base, cand, groups = _kept(self._windows, dropped)
+            if not self._should_continue(self.nodeid, base, cand, groups):
+                self._stop = "decided"
+                self._ended = True
+
+    def _run_pair(self) -> None:
+        workers, settings = self._workers, self._workers.settings
+        pair = self._pair
+        # Worker pairs take the window pairs in turn; one test's comparison spans them all.
+        sides = workers._pairs[pair % len(workers._pairs)]
+        cpu = pair_cpu(pair, workers.cpus, len(workers._pairs)) if self._hold else None
+        for side in pair_order(pair):
+            t0 = workers._clock()
+            reply = sides[side].window(self.nodeid, self._window_s, settings.window_timeout_s, cpu)
+            wall = workers._clock() - t0
+            if reply.get("outcome") != "passed":
+                self._error_outcome = str(reply.get("outcome") or reply.get("record") or "error")
+                self._error = (
+                    f"{self.nodeid} {reply.get('outcome')} on the {side} side (window "
+                    f"{self._counts[side] + 1}): {str(reply.get('message', '')).strip()}"
+                )
+                self._stop = "error"
+                self._ended = True
+                return
+            self._windows.append(
+                _window(
+                    side, self.nodeid, pair, self._counts[side], reply, wall, sides[side].number
+                )
+            )
+            self._counts[side] += 1
+        self._pair += 1
+        # Measured on every CPU from the next pair.
+        self._hold = self._hold and not _parallel(self._windows)
+
+    def result(self) -> TestWindows:
+        """The test's windows so far, and why its alternation stopped."""
+        return TestWindows(
+            nodeid=self.nodeid,
+            windows=tuple(self._windows),
+            pairs=self._pair,
+            stop=self._stop,
+            wall_s=self._wall_s,
+            error=self._error,
+            dropped=self._workers._dropped(self._windows),
+            error_outcome=self._error_outcome,
         )
 
 
