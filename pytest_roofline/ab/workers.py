@@ -3,9 +3,11 @@
 Measured on this project's shared machine (``docs/noise.md`` section 4): the noise that
 separates two pytest runs is mostly time-varying host disturbance, which fine-grained
 alternation cancels. So one persistent pytest worker per revision collects once, and this
-controller hands the two workers alternating windows of one test at a time, in ABBA order
-(window pair ``p`` is baseline-then-candidate for even ``p`` and candidate-then-baseline for
-odd ``p``), until the caller's stopping rule says the test is decided or ``max_pairs`` is reached.
+controller hands the two workers alternating windows of a test, in ABBA order (window pair
+``p`` is baseline-then-candidate for even ``p`` and candidate-then-baseline for odd ``p``),
+until the caller's stopping rule says the test is decided or ``max_pairs`` is reached; with
+several tests (:meth:`PairedWorkers.measure_tests`), each round gives every undecided test one
+window pair, so each test's pairs spread over the whole run.
 
 The workers are driven through execnet, as pytest-xdist drives its own: a ``popen`` gateway
 per side with that side's interpreter, and :mod:`pytest_roofline.plugin.ab_worker`'s source executed

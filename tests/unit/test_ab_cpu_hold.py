@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from pytest_roofline.ab.workers import (
     PARALLEL_CPU_SHARE,
@@ -15,6 +12,7 @@ from pytest_roofline.ab.workers import (
     WindowSettings,
     pair_cpu,
 )
+from tests.unit.window_replies import passed_window
 
 
 class ScriptedWorker:
@@ -32,18 +30,15 @@ class ScriptedWorker:
     ) -> dict[str, Any]:
         index = len(self.asked)
         self.asked.append(cpu)
+        reply = passed_window(
+            nodeid,
+            seconds,
+            samples=20,
+            cpu_share=self.shares[min(index, len(self.shares) - 1)],
+            index=index,
+        )
         return {
-            "nodeid": nodeid,
-            "outcome": "passed",
-            "samples_f64": np.full(20, 1e-3, dtype="<f8").tobytes(),
-            "batch_size": 1,
-            "stop_reason": "budget",
-            "sampling_s": seconds,
-            "warmup_s": 0.0,
-            "started_ns": index,
-            "finished_ns": index + 1,
-            "cpu_share": self.shares[min(index, len(self.shares) - 1)],
-            "result": json.dumps({}),
+            **reply,
             # A test's first window on a worker runs free whatever was asked.
             "cpu": None if index == 0 else cpu,
         }

@@ -1,0 +1,168 @@
+"""``ab`` interleaves its tests' window pairs round by round: the controller, scripted workers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_roofline.ab.workers import (
+    PairedWorkers,
+    SideSpec,
+    TestWindows,
+    WindowSettings,
+    round_order,
+)
+from tests.unit.window_replies import passed_window
+
+
+class RecordingWorker:
+    """Answers every window with fixed samples; records which test each window was for, in
+    one log shared by every worker (so the test order across sides and pairs is visible)."""
+
+    def __init__(self, side: str, number: int, log: list[tuple[str, str]], fail: str) -> None:
+        self.side = side
+        self.number = number
+        self.log = log
+        self.fail = fail
+
+    def window(
+        self, nodeid: str, seconds: float, timeout: float, cpu: int | None = None
+    ) -> dict[str, Any]:
+        self.log.append((nodeid, self.side))
+        if nodeid == self.fail and self.side == "candidate":
+            return {"nodeid": nodeid, "outcome": "failed", "message": "AssertionError: boom"}
+        return passed_window(nodeid, seconds, samples=10, cpu_share=1.0)
+
+
+class StepClock:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def recording(
+    *, pairs: int = 4, min_pairs: int = 2, fail: str = "", worker_pairs: int = 1
+) -> tuple[PairedWorkers, list[tuple[str, str]]]:
+    settings = WindowSettings(
+        min_pairs=min_pairs,
+        max_pairs=pairs,
+        look_every=1,
+        worker_pairs=worker_pairs,
+        max_replacements=0,
+        pin_cpus=False,
+    )
+    spec = {
+        side: SideSpec(side=side, python="python", workdir=Path("."))
+        for side in ("baseline", "candidate")
+    }
+    workers = PairedWorkers(spec["baseline"], spec["candidate"], settings, clock=StepClock())
+    log: list[tuple[str, str]] = []
+    scripted = [
+        {side: RecordingWorker(side, n, log, fail) for side in ("baseline", "candidate")}
+        for n in range(worker_pairs)
+    ]
+    workers._pairs = scripted  # type: ignore[assignment]
+    return workers, log
+
+
+def decide(*decided: str) -> Any:
+    """A stop rule that decides the named tests at their first look and never the others."""
+
+    def should_continue(
+        nodeid: str,
+        base: Sequence[np.ndarray],
+        cand: Sequence[np.ndarray],
+        groups: Sequence[int] = (),
+    ) -> bool:
+        return nodeid not in decided
+
+    return should_continue
+
+
+def order_of_tests(log: list[tuple[str, str]]) -> list[str]:
+    """The test of each window pair, in the order the pairs ran (two windows a pair)."""
+    return [nodeid for nodeid, _ in log[::2]]
+
+
+@pytest.mark.parametrize(
+    ("active", "turn", "expected"),
+    [
+        (["a", "b", "c"], 0, ["a", "b", "c"]),
+        (["a", "b", "c"], 1, ["b", "c", "a"]),
+        (["a", "b", "c"], 5, ["c", "a", "b"]),
+        (["a"], 3, ["a"]),
+        ([], 2, []),
+    ],
+)
+def test_each_round_rotates_which_test_opens_it(
+    active: list[str], turn: int, expected: list[str]
+) -> None:
+    assert round_order(active, turn) == expected
+
+
+def test_every_test_gets_one_window_pair_a_round_until_its_pairs_are_spent() -> None:
+    workers, log = recording(pairs=3, min_pairs=3)
+    tests = workers.measure_tests(["a", "b", "c"])
+    assert order_of_tests(log) == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    # Both windows of a pair run back to back, in ABBA order, whatever test comes next.
+    assert [side for _, side in log[:6]] == ["baseline", "candidate"] * 3
+    assert [side for _, side in log[6:12]] == ["candidate", "baseline"] * 3
+    assert [t.pairs for t in tests.values()] == [3, 3, 3]
+    assert all(t.stop == "max_pairs" for t in tests.values())
+
+
+def test_a_decided_test_drops_out_and_the_others_go_on() -> None:
+    workers, log = recording(pairs=4, min_pairs=2)
+    finished: list[str] = []
+    tests = workers.measure_tests(
+        ["a", "b", "c"], decide("b"), finished=lambda nodeid, test: finished.append(nodeid)
+    )
+    assert order_of_tests(log) == ["a", "b", "c", "b", "c", "a", "a", "c", "c", "a"]
+    assert (tests["b"].stop, tests["b"].pairs) == ("decided", 2)
+    assert (tests["a"].stop, tests["a"].pairs) == ("max_pairs", 4)
+    assert finished == ["b", "c", "a"]  # as each ended; the result keeps the given order
+    assert list(tests) == ["a", "b", "c"]
+
+
+def test_interleaved_windows_are_what_one_test_at_a_time_measures() -> None:
+    together, _ = recording(pairs=4, min_pairs=2, worker_pairs=2)
+    alone, _ = recording(pairs=4, min_pairs=2, worker_pairs=2)
+    rule = decide("b")
+    interleaved = together.measure_tests(["a", "b"], rule)
+    for nodeid in ("a", "b"):
+        single: TestWindows = alone.measure_test(nodeid, rule)
+        mixed = interleaved[nodeid]
+        assert (mixed.pairs, mixed.stop, mixed.dropped) == (single.pairs, single.stop, ())
+        assert [(w.side, w.pair, w.index, w.worker_pair) for w in mixed.windows] == [
+            (w.side, w.pair, w.index, w.worker_pair) for w in single.windows
+        ]
+
+
+def test_a_test_that_fails_on_a_side_ends_alone() -> None:
+    workers, log = recording(pairs=3, min_pairs=3, fail="b")
+    tests = workers.measure_tests(["a", "b", "c"])
+    assert tests["b"].stop == "error"
+    assert tests["b"].error is not None and "boom" in tests["b"].error
+    assert "candidate side (window 1)" in tests["b"].error
+    assert [tests[n].pairs for n in "ac"] == [3, 3]
+    assert order_of_tests(log).count("b") == 1
+
+
+def test_a_tests_wall_time_counts_its_own_window_pairs_not_the_others() -> None:
+    # The step clock moves a second per read: a step reads it at its start, around each of
+    # its two windows and at its end, 5 s from start to end, however many other tests' pairs
+    # ran in between.
+    workers, _ = recording(pairs=3, min_pairs=3)
+    tests = workers.measure_tests(["a", "b", "c"])
+    alone, _ = recording(pairs=3, min_pairs=3)
+    single = alone.measure_test("a")
+    assert tests["a"].wall_s == single.wall_s == pytest.approx(3 * 5.0)
