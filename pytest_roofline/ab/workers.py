@@ -6,8 +6,8 @@ alternation cancels. So one persistent pytest worker per revision collects once,
 controller hands the two workers alternating windows of a test, in ABBA order (window pair
 ``p`` is baseline-then-candidate for even ``p`` and candidate-then-baseline for odd ``p``),
 until the caller's stopping rule says the test is decided or ``max_pairs`` is reached; with
-several tests (:meth:`PairedWorkers.measure_tests`), each round gives every undecided test one
-window pair, so each test's pairs spread over the whole run.
+several tests (:meth:`PairedWorkers.measure_tests`), each round gives every undecided test of
+a module one window pair, so each test's pairs spread over its module's whole time.
 
 The workers are driven through execnet, as pytest-xdist drives its own: a ``popen`` gateway
 per side with that side's interpreter, and :mod:`pytest_roofline.plugin.ab_worker`'s source executed
@@ -61,6 +61,7 @@ __all__ = [
     "Window",
     "WindowSettings",
     "WorkerError",
+    "fixture_groups",
     "pair_cpu",
     "pair_order",
     "round_order",
@@ -769,27 +770,33 @@ class PairedWorkers:
     ) -> dict[str, TestWindows]:
         """:meth:`measure_test` for every test in ``nodeids``, their window pairs interleaved.
 
-        Each round gives every test still undecided one window pair (:func:`round_order`), so
-        a test's pairs spread over the whole run instead of a few seconds of it: a stretch of
-        time when the host favoured one side for one test (docs/paired.md, "Interleaved
-        tests") then reaches a few of each test's pairs, not all of one test's. A decided
-        test drops out; ``finished`` is called as each one ends.
+        The tests go in groups that share a module (or class: :func:`fixture_groups`), one
+        group after another; within a group each round gives every test still undecided one
+        window pair (:func:`round_order`), so a test's pairs spread over its group's whole time
+        instead of a few seconds of it: a stretch of time when the host favoured one side
+        (docs/paired.md, "Interleaved tests") then reaches a few of each test's pairs, not all
+        of one test's. Interleaving stops at the module because a window of a test in another
+        module would tear the first module's fixtures down (``plugin.ab_worker``), and module
+        and class fixtures are set up once per group as before. A decided test drops out;
+        ``finished`` is called as each one ends.
 
         :param window_s: per test, its window budget (default ``settings.window_s``).
         """
         budgets = window_s or {}
-        alternations = {n: _Alternation(self, n, should_continue, budgets.get(n)) for n in nodeids}
-        active = list(nodeids)
-        turn = 0
-        while active:
-            for nodeid in round_order(active, turn):
-                alternation = alternations[nodeid]
-                alternation.step()
-                if alternation.done:
-                    finished(nodeid, alternation.result())
-            active = [n for n in active if not alternations[n].done]
-            turn += 1
-        return {n: alternations[n].result() for n in nodeids}
+        unique = list(dict.fromkeys(nodeids))
+        alternations = {n: _Alternation(self, n, should_continue, budgets.get(n)) for n in unique}
+        for group in fixture_groups(unique):
+            active = list(group)
+            turn = 0
+            while active:
+                for nodeid in round_order(active, turn):
+                    alternation = alternations[nodeid]
+                    alternation.step()
+                    if alternation.done:
+                        finished(nodeid, alternation.result())
+                active = [n for n in active if not alternations[n].done]
+                turn += 1
+        return {n: alternations[n].result() for n in unique}
 
     def _dropped(self, windows: Sequence[Window]) -> tuple[int, ...]:
         """The complete pairs to leave out for a disturbed host (none without ``drop_disturbed``)."""
@@ -846,6 +853,30 @@ class PairedWorkers:
             startup_s=self.startup_s,
             wall_s=self._clock() - began + self.startup_s,
         )
+
+
+def fixture_groups(nodeids: Sequence[str]) -> list[list[str]]:
+    """Runs of consecutive tests with the same parent (module, or class within it).
+
+    A worker tears down the fixtures a window's test does not share with the previous one; a
+    parametrized test's cases share their parent. So interleaving within a group keeps its
+    module and class fixtures set up, and the groups run one after another.
+
+    >>> fixture_groups(["a.py::t[1]", "a.py::t[2]", "a.py::u", "a.py::C::v", "b.py::t"])
+    [['a.py::t[1]', 'a.py::t[2]', 'a.py::u'], ['a.py::C::v'], ['b.py::t']]
+    >>> fixture_groups(["a.py::t[x::y]", "a.py::u", "a.py::t[z]"])
+    [['a.py::t[x::y]', 'a.py::u', 'a.py::t[z]']]
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for nodeid in nodeids:
+        # The parameter id may hold any characters, "::" too: the parent is cut before it.
+        name = nodeid.split("[", 1)[0]
+        parent = name.rsplit("::", 1)[0] if "::" in name else name
+        if groups and groups[-1][0] == parent:
+            groups[-1][1].append(nodeid)
+        else:
+            groups.append((parent, [nodeid]))
+    return [members for _, members in groups]
 
 
 def round_order(active: Sequence[str], turn: int) -> list[str]:

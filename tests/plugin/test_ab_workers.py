@@ -260,6 +260,21 @@ def test_module_fixtures_persist_across_windows_and_function_fixtures_are_fresh(
     assert counts == sorted(counts) and len(set(counts)) == len(counts)
 
 
+def test_interleaved_tests_of_one_module_keep_its_fixtures_set_up(
+    workers: PairedWorkers,
+) -> None:
+    nodeids = [f"tests/test_perf.py::{name}" for name in ("test_fixture_scopes", "test_other")]
+    tests = workers.measure_tests(nodeids)
+    assert all(t.pairs == FAST.max_pairs for t in tests.values())
+    scopes = tests[nodeids[0]]
+    # Windows of test_other came between (one monotonic clock for every worker) ...
+    first, last = scopes.windows[0].started_ns, scopes.windows[-1].started_ns
+    assert any(first < w.started_ns < last for w in tests[nodeids[1]].windows)
+    # ... and the module fixture was set up once all along.
+    qualities = [w.result["measurement"]["quality"] for w in scopes.windows]
+    assert {q["module_setups"]["value"] for q in qualities} == {1.0}
+
+
 def test_the_stopping_rule_is_asked_after_whole_abba_blocks_and_can_stop_a_test(
     workers: PairedWorkers,
 ) -> None:

@@ -89,8 +89,14 @@ def decide(*decided: str) -> Any:
 
 
 def order_of_tests(log: list[tuple[str, str]]) -> list[str]:
-    """The test of each window pair, in the order the pairs ran (two windows a pair)."""
-    return [nodeid for nodeid, _ in log[::2]]
+    """The test of each window pair (its name after the module), in the order the pairs ran
+    (two windows a pair)."""
+    return [nodeid.rsplit("::", 1)[1] for nodeid, _ in log[::2]]
+
+
+def ids(*names: str, module: str = "m.py") -> list[str]:
+    """Node ids of tests ``names`` in one module."""
+    return [f"{module}::{name}" for name in names]
 
 
 @pytest.mark.parametrize(
@@ -111,8 +117,9 @@ def test_each_round_rotates_which_test_opens_it(
 
 def test_every_test_gets_one_window_pair_a_round_until_its_pairs_are_spent() -> None:
     workers, log = recording(pairs=3, min_pairs=3)
-    tests = workers.measure_tests(["a", "b", "c"])
+    tests = workers.measure_tests(ids("a", "b", "c"))
     assert order_of_tests(log) == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert [t.nodeid for t in tests.values()] == ids("a", "b", "c")
     # Both windows of a pair run back to back, in ABBA order, whatever test comes next.
     assert [side for _, side in log[:6]] == ["baseline", "candidate"] * 3
     assert [side for _, side in log[6:12]] == ["candidate", "baseline"] * 3
@@ -124,21 +131,30 @@ def test_a_decided_test_drops_out_and_the_others_go_on() -> None:
     workers, log = recording(pairs=4, min_pairs=2)
     finished: list[str] = []
     tests = workers.measure_tests(
-        ["a", "b", "c"], decide("b"), finished=lambda nodeid, test: finished.append(nodeid)
+        ids("a", "b", "c"),
+        decide("m.py::b"),
+        finished=lambda nodeid, test: finished.append(nodeid),
     )
     assert order_of_tests(log) == ["a", "b", "c", "b", "c", "a", "a", "c", "c", "a"]
-    assert (tests["b"].stop, tests["b"].pairs) == ("decided", 2)
-    assert (tests["a"].stop, tests["a"].pairs) == ("max_pairs", 4)
-    assert finished == ["b", "c", "a"]  # as each ended; the result keeps the given order
-    assert list(tests) == ["a", "b", "c"]
+    assert (tests["m.py::b"].stop, tests["m.py::b"].pairs) == ("decided", 2)
+    assert (tests["m.py::a"].stop, tests["m.py::a"].pairs) == ("max_pairs", 4)
+    assert finished == ids("b", "c", "a")  # as each ended; the result keeps the given order
+    assert list(tests) == ids("a", "b", "c")
 
 
-def test_interleaved_windows_are_what_one_test_at_a_time_measures() -> None:
+def test_no_state_leaks_between_interleaved_tests() -> None:
+    # Each test's windows (side, pair, index, worker pair) are those it gets measured alone.
     together, _ = recording(pairs=4, min_pairs=2, worker_pairs=2)
     alone, _ = recording(pairs=4, min_pairs=2, worker_pairs=2)
-    rule = decide("b")
-    interleaved = together.measure_tests(["a", "b"], rule)
-    for nodeid in ("a", "b"):
+    rule = decide("m.py::b")
+    interleaved = together.measure_tests(ids("a", "b"), rule)
+    assert [(w.side, w.pair, w.worker_pair) for w in interleaved["m.py::a"].windows[:4]] == [
+        ("baseline", 0, 0),
+        ("candidate", 0, 0),
+        ("candidate", 1, 1),
+        ("baseline", 1, 1),
+    ]
+    for nodeid in ids("a", "b"):
         single: TestWindows = alone.measure_test(nodeid, rule)
         mixed = interleaved[nodeid]
         assert (mixed.pairs, mixed.stop, mixed.dropped) == (single.pairs, single.stop, ())
@@ -148,13 +164,18 @@ def test_interleaved_windows_are_what_one_test_at_a_time_measures() -> None:
 
 
 def test_a_test_that_fails_on_a_side_ends_alone() -> None:
-    workers, log = recording(pairs=3, min_pairs=3, fail="b")
-    tests = workers.measure_tests(["a", "b", "c"])
-    assert tests["b"].stop == "error"
-    assert tests["b"].error is not None and "boom" in tests["b"].error
-    assert "candidate side (window 1)" in tests["b"].error
-    assert [tests[n].pairs for n in "ac"] == [3, 3]
+    workers, log = recording(pairs=3, min_pairs=3, fail="m.py::b")
+    finished: list[str] = []
+    tests = workers.measure_tests(
+        ids("a", "b", "c"), finished=lambda nodeid, test: finished.append(nodeid)
+    )
+    failed = tests["m.py::b"]
+    assert failed.stop == "error"
+    assert failed.error is not None and "boom" in failed.error
+    assert "candidate side (window 1)" in failed.error
+    assert [tests[n].pairs for n in ids("a", "c")] == [3, 3]
     assert order_of_tests(log).count("b") == 1
+    assert finished[0] == "m.py::b"
 
 
 def test_a_tests_wall_time_counts_its_own_window_pairs_not_the_others() -> None:
@@ -162,7 +183,39 @@ def test_a_tests_wall_time_counts_its_own_window_pairs_not_the_others() -> None:
     # its two windows and at its end, 5 s from start to end, however many other tests' pairs
     # ran in between.
     workers, _ = recording(pairs=3, min_pairs=3)
-    tests = workers.measure_tests(["a", "b", "c"])
+    tests = workers.measure_tests(ids("a", "b", "c"))
     alone, _ = recording(pairs=3, min_pairs=3)
-    single = alone.measure_test("a")
-    assert tests["a"].wall_s == single.wall_s == pytest.approx(3 * 5.0)
+    single = alone.measure_test("m.py::a")
+    assert tests["m.py::a"].wall_s == single.wall_s == pytest.approx(3 * 5.0)
+
+
+def test_modules_run_one_after_another_each_interleaved_within() -> None:
+    # A window of a test in another module would tear this module's fixtures down.
+    workers, log = recording(pairs=2, min_pairs=2)
+    nodeids = [*ids("a", "b"), *ids("c", "d", module="n.py"), "n.py::K::e", "n.py::K::f[x::y]"]
+    workers.measure_tests(nodeids)
+    assert [nodeid for nodeid, _ in log[::2]] == [
+        "m.py::a",
+        "m.py::b",
+        "m.py::b",
+        "m.py::a",
+        "n.py::c",
+        "n.py::d",
+        "n.py::d",
+        "n.py::c",
+        "n.py::K::e",
+        "n.py::K::f[x::y]",
+        "n.py::K::f[x::y]",
+        "n.py::K::e",
+    ]
+
+
+def test_each_test_gets_its_own_window_budget_and_a_repeated_id_is_measured_once() -> None:
+    workers, log = recording(pairs=2, min_pairs=2)
+    tests = workers.measure_tests(
+        [*ids("a", "b"), "m.py::a"], window_s={"m.py::a": 0.5, "m.py::b": 0.125}
+    )
+    assert list(tests) == ids("a", "b")
+    assert {w.sampling_s for w in tests["m.py::a"].windows} == {0.5}
+    assert {w.sampling_s for w in tests["m.py::b"].windows} == {0.125}
+    assert order_of_tests(log) == ["a", "b", "b", "a"]
