@@ -202,16 +202,18 @@ def _measure(
             # A marker's budget= is the test's budget per side, as --budget is: spread over
             # the most pairs it may get.
             window_s = {n: budgets.get(n, plan.budget_s) / settings.max_pairs for n in both}
+            ended = 0
 
             def finished(nodeid: str, test: TestWindows) -> None:
+                nonlocal ended
+                ended += 1
                 dropped = f", {len(test.dropped)} dropped (host disturbed)" if test.dropped else ""
                 log(
-                    f"[{len(tests) + 1}/{len(both)}] {nodeid}: {test.pairs} window pairs "
+                    f"[{ended}/{len(both)}] {nodeid}: {test.pairs} window pairs "
                     f"({test.stop}{dropped}) in {test.wall_s:.1f} s"
                 )
-                tests[nodeid] = test
 
-            # Every test's window pairs interleaved, round by round (measure_tests).
+            # The tests of each module interleaved, round by round (measure_tests).
             tests = workers.measure_tests(both, rule, window_s=window_s, finished=finished)
             for test in tests.values():
                 # A test skipped on a side (a platform condition) is not compared, as in a
