@@ -567,21 +567,28 @@ class _Worker:
             )
         return dict(reply)
 
-    def stop(self, timeout: float) -> Mapping[str, Any] | None:
-        """Ask the worker to tear down and end its session; its final probe record.
+    def ask_stop(self) -> bool:
+        """Ask the worker to tear down and end its session (:meth:`stopped` waits for it).
 
-        ``None`` when the worker had already ended.
+        ``False`` when the worker had already ended.
         """
         if self.exit_status is not None or self.channel.isclosed():
-            return None
+            return False
         try:
             self.channel.send(("stop",))
         except (OSError, EOFError, ValueError):
-            return None
+            return False
+        return True
+
+    def stopped(self, timeout: float) -> Mapping[str, Any]:
+        """Wait for the worker asked to stop to end its session, ``timeout`` seconds in all;
+        its final probe record."""
+        until = time.monotonic() + timeout
         kind, data = self.receive(timeout, doing="tearing down")
         if kind != "stopped":
             raise self._failure(f"the {self.side} worker answered {kind!r} to stop")
-        self.receive(timeout, doing="ending its pytest session", allow_exit=True)
+        left = max(0.1, until - time.monotonic())
+        self.receive(left, doing="ending its pytest session", allow_exit=True)
         return dict(json.loads(data["probe"]))
 
 
@@ -696,16 +703,23 @@ class PairedWorkers:
         """Stop the workers (politely unless ``kill``) and remove the scratch directory."""
         try:
             if not kill:
-                for workers in self._pairs:
+                # Every worker is asked first, so their teardowns and import records (a fraction
+                # of a second each) overlap instead of adding up.
+                asked = [
+                    {side: worker.ask_stop() for side, worker in workers.items()}
+                    for workers in self._pairs
+                ]
+                # One deadline for all: hung workers do not add their waits up.
+                deadline = time.monotonic() + self.KILL_AFTER_S
+                for workers, running in zip(self._pairs, asked, strict=True):
                     probes: dict[Side, Mapping[str, Any]] = {}
                     for side, worker in workers.items():
+                        if not running[side]:
+                            continue
                         try:
-                            probe = worker.stop(self.KILL_AFTER_S)
+                            probes[side] = worker.stopped(max(0.1, deadline - time.monotonic()))
                         except WorkerError as exc:
                             self._log(f"{side} worker did not stop cleanly: {exc}")
-                            continue
-                        if probe is not None:
-                            probes[side] = probe
                     self.final_probe_pairs.append(probes)
         finally:
             if self._group is not None:

@@ -147,7 +147,10 @@ def _parse_presets(
 @functools.cache
 def _presets_with_names() -> Mapping[str, tuple[HardwareTarget, tuple[str, ...]]]:
     text = resources.files("pytest_roofline.hardware").joinpath("presets.yaml").read_text("utf-8")
-    return MappingProxyType(_parse_presets(yaml.safe_load(text), _PRESETS_FILE))
+    # libyaml's loader where PyYAML has it: the pure-Python one took 56 ms for this file against
+    # 6 ms (docs/validation/ab_fixed_costs_stop37.txt), in every run that shows the platform matrix.
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return MappingProxyType(_parse_presets(yaml.load(text, Loader=loader), _PRESETS_FILE))
 
 
 def load_presets() -> Mapping[str, HardwareTarget]:

@@ -19,8 +19,9 @@ interpreter and tree. The worker
    samples (little-endian float64 bytes), the batch size, the stop reason, the timings and the
    counters' CPU share, and the host canary's judgement of the window (below); a test that
    fails, errors or skips answers with that outcome and the message instead of samples.
-   ``("stop",)`` tears the fixtures down, answers ``("stopped", info)`` and ends the session,
-   after which ``("exited", status)`` follows.
+   ``("stop",)`` tears the fixtures down, answers ``("stopped", info)`` and ends the session
+   without the plugin's own end-of-run analysis, outputs or ``pytest_roofline_run_finished``
+   (``ab`` analyses and reports the windows), after which ``("exited", status)`` follows.
 
 The measurement is the plugin's own: the ``roofline`` fixture's probe samples under a
 :class:`pytest_roofline.plugin.session.SamplingWindow` (the window's budget and warm-up, no early
@@ -223,7 +224,10 @@ class WindowServer:
 
     # -- the loop ---------------------------------------------------------------------------
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        from pytest_roofline.plugin import SESSION_KEY
+
         self.session = session
+        session.config.stash[SESSION_KEY].serves_windows = True  # ab analyses the windows
         items = {item.nodeid: item for item in session.items}
         self.channel.send(("collected", self._collected(session)))
         for command in self._commands():

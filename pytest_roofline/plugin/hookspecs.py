@@ -41,7 +41,8 @@ def pytest_roofline_counter_backends(config: pytest.Config) -> list[CounterBacke
 
 @pytest.hookspec
 def pytest_roofline_run_finished(config: pytest.Config, document: RunDocument) -> None:
-    """Observe the finished run's document (on the controller, after files are written).
+    """Observe the finished run's document (on the controller, after files are written; not
+    in ``pytest-roofline ab``'s workers, whose windows ``ab`` reports as one run).
 
     :param config: the pytest config.
     :param document: the run as every report renders it (what ``--roofline-json`` writes).

@@ -205,6 +205,10 @@ class RooflineSession:
             else None
         )
         self.document: RunDocument | None = None
+        # An ab worker (plugin.ab_worker) serves windows to a controller that analyses them; this
+        # session's own end-of-run analysis would be thrown away, after the windows, in every
+        # worker (about 0.1-0.3 s of CPU each while ab waits for them to end).
+        self.serves_windows = False
         self.started = time.time()
         self.finished = self.started
         self._target: HardwareTarget | None = None
@@ -691,7 +695,7 @@ class RooflineSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         outcome = yield
-        if self.settings.enabled and self.is_controller:
+        if self.settings.enabled and self.is_controller and not self.serves_windows:
             own = self._finish_canary()
             if own is not None:
                 self.canary_summaries.insert(0, own)

@@ -385,6 +385,37 @@ def test_stopping_ends_both_processes(sides: tuple[Path, Path]) -> None:
     assert set(workers.final_probes) == {"baseline", "candidate"}
 
 
+RUN_FINISHED_CONFTEST = """
+from pathlib import Path
+
+
+def pytest_collection_finish(session):
+    Path(__file__).with_name("collected.txt").write_text("this conftest is loaded")
+
+
+def pytest_roofline_run_finished(config, document):
+    Path(__file__).with_name("run_finished.txt").write_text(str(len(document.tests)))
+"""
+
+
+def test_workers_leave_the_run_to_the_controller(tmp_path: Path) -> None:
+    # A worker's own end-of-run analysis would be thrown away, and a user's run-finished hook
+    # (a dashboard upload) would fire once per worker with an empty run.
+    base = make_side(tmp_path / "a", 1, n=200)
+    cand = make_side(tmp_path / "b", 2, n=200)
+    for root in (base, cand):
+        (root / "tests" / "conftest.py").write_text(RUN_FINISHED_CONFTEST)
+        (root / "pytest.ini").write_text(INI + "roofline_json = worker-run.json\n")
+    with PairedWorkers(spec("baseline", base), spec("candidate", cand), FAST) as workers:
+        test = workers.measure_test("tests/test_perf.py::test_other")
+    assert test.error is None and test.pairs >= FAST.min_pairs
+    assert set(workers.final_probes) == {"baseline", "candidate"}
+    for root in (base, cand):
+        assert (root / "tests" / "collected.txt").exists()  # the hook's conftest was loaded
+        assert not (root / "tests" / "run_finished.txt").exists()
+        assert not list(root.rglob("worker-run.json"))  # the ini's output: the workers' run
+
+
 def test_pairs_of_workers_take_the_window_pairs_in_turn(sides: tuple[Path, Path]) -> None:
     base, cand = sides
     groups: list[list[int]] = []
