@@ -18,11 +18,15 @@ wall time (per run, too).
 run 2 not, ...), so both arms share the hour, and prints each arm's tally and, per quantile,
 the median width of the paired interval (log of high/low) and the median distance of the
 paired ratio from 1 (``|log ratio|``) over its test-runs, with a Wilcoxon signed-rank test of
-the differences between matched test-runs (the same test in runs 2i+1 and 2i+2). Every run's
-JSON is kept in the scratch directory named at the start.
+the differences between matched test-runs (the same test in runs 2i+1 and 2i+2). ``--arms
+32:2,40:2.5`` alternates ``ab``'s pair cap and budget the same way (run 1 with 32 window pairs
+of 2 s, run 2 with 40 of 2.5 s, ...) and prints the same per-arm tallies and comparison, so a
+difference between settings is not the host's hour. Every run's JSON is kept in the scratch
+directory named at the start.
 
 Usage: python benchmarks/paired_process_bias.py [--rounds 24] [--budget 1.5] [--runs 8]
 [-k elementwise] [--scenario none] [--neighbour [--seed 1]] [--pin-cpus off|on|alternate]
+[--arms 32:2,40:2.5]
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ def main() -> None:
     )
     parser.add_argument("--neighbour", action="store_true", help="run neighbour.py throughout")
     parser.add_argument("--seed", type=int, default=1, help="the neighbour's seed")
+    parser.add_argument(
+        "--arms",
+        default="",
+        help="alternate ab settings run by run, ROUNDS:BUDGET[,ROUNDS:BUDGET...] (e.g. 32:2,40:2.5)",
+    )
     parser.add_argument(
         "--pin-cpus",
         choices=("off", "on", "alternate"),
@@ -101,15 +110,23 @@ def main() -> None:
             f"host canary readings{name}: "
             f"{tally['canary ms'] / max(1, tally['ab ms']):.1%} of ab's wall time"
         )
-    if options.pin_cpus == "alternate":
-        _compare_arms(root, options.runs)
+    arms = _arms(options)
+    if len(arms) == 2:
+        _compare_arms(root, options.runs, [label for label, _ in arms])
 
 
-def _pin_arm(options: argparse.Namespace, run: int) -> str:
-    """The ``ab`` flag of run ``run`` (0-based): "" for ab's default."""
+def _arms(options: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """The settings runs take in turn, as (label, ``ab`` flags); one unlabelled arm when not
+    alternating. Alternating run by run puts every arm in the same hour of the host, so a
+    difference between arms is not the host getting quieter."""
+    sizes = [f"--rounds={options.rounds}", f"--budget={options.budget}"]
+    if options.arms:
+        pairs = [arm.split(":") for arm in options.arms.split(",")]
+        return [(f"K={k} B={b}", [f"--rounds={k}", f"--budget={b}"]) for k, b in pairs]
     if options.pin_cpus == "alternate":
-        return "--pin-cpus" if run % 2 == 0 else "--no-pin-cpus"
-    return {"on": "--pin-cpus", "off": "--no-pin-cpus"}.get(options.pin_cpus, "")
+        return [(flag, [*sizes, flag]) for flag in ("--pin-cpus", "--no-pin-cpus")]
+    pin = {"on": ["--pin-cpus"], "off": ["--no-pin-cpus"]}.get(options.pin_cpus, [])
+    return [("", [*sizes, *pin])]
 
 
 def _spread(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
@@ -124,8 +141,10 @@ def _spread(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
     return spread
 
 
-def _compare_arms(root: Path, runs: int) -> None:
-    """Matched test-runs of the held (odd) and free (even) runs: medians and Wilcoxon."""
+def _compare_arms(root: Path, runs: int, labels: list[str]) -> None:
+    """Matched test-runs of the first arm's (odd) and the second arm's (even) runs: medians
+    and Wilcoxon."""
+    first_arm, second_arm = labels
     held: dict[str, list[tuple[float, float]]] = {name: [] for name in QUANTILES}
     free: dict[str, list[tuple[float, float]]] = {name: [] for name in QUANTILES}
     for first in range(0, runs - 1, 2):
@@ -146,25 +165,24 @@ def _compare_arms(root: Path, runs: int) -> None:
                 else None
             )
             print(
-                f"{name} {what}, {len(x)} matched test-runs: held {statistics.median(x):.4f}, "
-                f"free {statistics.median(y):.4f}"
+                f"{name} {what}, {len(x)} matched test-runs: {first_arm} {statistics.median(x):.4f}, "
+                f"{second_arm} {statistics.median(y):.4f}"
                 + (f", Wilcoxon p {test.pvalue:.3g}" if test is not None else "")
             )
 
 
 def _runs(options: argparse.Namespace, root: Path, repo: Path) -> dict[str, Counter[str]]:
     """Run ``ab`` ``options.runs`` times, printing a line per run; the decisions' tally per
-    ``--pin-cpus`` arm ("" when not alternating)."""
+    arm ("" when not alternating)."""
     tallies: dict[str, Counter[str]] = {}
+    arms = _arms(options)
     for run in range(options.runs):
         out = root / f"ab-{run + 1}.json"
-        pin = _pin_arm(options, run)
-        tally = tallies.setdefault(pin if options.pin_cpus == "alternate" else "", Counter())
+        label, flags = arms[run % len(arms)]
+        tally = tallies.setdefault(label, Counter())
         command = [
             sys.executable, "-m", "pytest_roofline.cli", "ab", "--baseline=base",
-            f"--rounds={options.rounds}", f"--budget={options.budget}",
-            f"--store={root / 'ab.sqlite'}", f"--json={out}", "--gate=never",
-            *([pin] if pin else []),
+            f"--store={root / 'ab.sqlite'}", f"--json={out}", "--gate=never", *flags,
             "--", "-p", "no:benchmark", *QUIET, *(["-k", options.keyword] if options.keyword else []),
         ]  # fmt: skip
         started = time.perf_counter()
@@ -194,7 +212,7 @@ def _runs(options: argparse.Namespace, root: Path, repo: Path) -> dict[str, Coun
             )
         canary = (paired.get("canary_s") or 0) / paired["wall_s"]
         print(
-            f"run {run + 1}{' ' + pin if pin else ''} ({time.perf_counter() - started:.0f} s, "
+            f"run {run + 1}{' ' + label if label else ''} ({time.perf_counter() - started:.0f} s, "
             f"canary {canary:.1%}): " + " | ".join(row),
             flush=True,
         )

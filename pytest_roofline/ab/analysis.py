@@ -29,7 +29,12 @@ from pytest_roofline.gate.evidence import (
     TestEvidence,
     evaluate,
 )
-from pytest_roofline.gate.paired_looks import paired_look_detail, paired_plan
+from pytest_roofline.gate.paired_looks import (
+    paired_look_detail,
+    paired_plan,
+    rests_on_unsteady_pairs,
+    steady_look,
+)
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
 from pytest_roofline.gate.run import BaselineFacts, analyse_run, evidence_context, stored_result
@@ -276,10 +281,12 @@ class AssessedStop:
     (:func:`pytest_roofline.stats.paired.min_round_samples`: p95 20, p99 100) on both sides;
     one that is not would stay UNKNOWN (insufficient) whatever the pairs, and waiting for it
     would run every test to the maximum. p50 is always watched. The alternation stops at the
-    first look where every assessed quantile is SAME, or where one is DIFFERENT and every worker
-    pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`); a DIFFERENT that
-    one worker pair does not see goes on to the maximum (going on after a crossed boundary
-    only lowers the chance of a final DIFFERENT).
+    first look where every assessed quantile is SAME, or where one is DIFFERENT, every worker
+    pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`) and it stands
+    on the window pairs the host left steady
+    (:func:`pytest_roofline.gate.paired_looks.rests_on_unsteady_pairs`); a DIFFERENT that one
+    worker pair does not see, or that only unsteady pairs carry, goes on (going on after a
+    crossed boundary only lowers the chance of a final DIFFERENT).
     """
 
     def __init__(
@@ -318,7 +325,11 @@ class AssessedStop:
         )
         outcomes = [c.comparison.outcome for c in look.values()]
         if "different" in outcomes:
-            return not agreement(look, worker_pairs, self._worker_pairs, margins).confirmed
+            if not agreement(look, worker_pairs, self._worker_pairs, margins).confirmed:
+                return True
+            return rests_on_unsteady_pairs(
+                base_windows, cand_windows, look, margins, self._plan, alpha=self._alpha
+            )
         return not (outcomes and all(o == "same" for o in outcomes))
 
 
@@ -364,7 +375,13 @@ def _look(
     base, cand = test.kept
     if not (base and cand):
         return None
-    return paired_look_detail(base, cand, margins, plan, alpha=alpha, final=test.stop != "decided")
+    return paired_look_detail(base, cand, margins, plan, alpha=alpha, final=_final(test))
+
+
+def _final(test: TestWindows) -> bool:
+    """Whether the test's alternation ran out of pairs undecided: its last look spends the
+    error left (a decided stop keeps its look's boundary)."""
+    return test.stop != "decided"
 
 
 def windows_confirmation(
@@ -384,7 +401,7 @@ def windows_confirmation(
         reason = (test.error or "no complete window pair").splitlines()[0]
         return Confirmation(state="unavailable", reason=reason, command=command)
     dropped = len(test.dropped)
-    return confirmation_from(
+    found = confirmation_from(
         asked,
         {name: c.comparison for name, c in look.items()},
         command=command,
@@ -393,6 +410,14 @@ def windows_confirmation(
         stop=test.stop,
         note=f"{dropped} of {test.pairs} pairs dropped: host disturbed" if dropped else None,
     )
+    if found.state != "confirmed":
+        return found
+    base, cand = test.kept
+    steady = steady_look(base, cand, look, margins, plan, alpha=alpha, final=_final(test))
+    regressed = [n for n in asked if n in look and look[n].comparison.outcome == "different"]
+    if steady is None or steady.stands(regressed):
+        return found
+    return steady.disputes(found, regressed)
 
 
 def agreed_regression(
@@ -401,17 +426,28 @@ def agreed_regression(
     count: int,
     margins: Mapping[str, GateMargin],
     command: str,
+    *,
+    plan: SequentialPlan,
+    alpha: float,
 ) -> Confirmation | None:
     """A regression the pooled window pairs found (some gated quantile DIFFERENT), confirmed
-    only if every one of the ``count`` worker pairs found it too (:func:`agreement`); ``None``
-    when nothing regressed or one worker pair measured everything.
+    only if every one of the ``count`` worker pairs found it too (:func:`agreement`) and it
+    still stands on the window pairs the host left steady
+    (:func:`pytest_roofline.gate.paired_looks.steady_look`); ``None`` when nothing regressed,
+    or when one worker pair measured everything and the regression stands (the pooled look
+    decides).
 
     A worker pair that does not reach its share of the margin leaves the test ``inconclusive``
-    (escalated, ``disputed``): the processes differ, not necessarily the code.
+    (escalated, ``disputed``): the processes differ, not necessarily the code. So does a
+    regression that rests on unsteady pairs: the host, not necessarily the code.
     """
     first = {name: c.comparison for name, c in look.items()}
     different = [name for name, c in first.items() if c.outcome == "different"]
-    if not different or count < 2:
+    if not different:
+        return None
+    base, cand = test.kept
+    steady = steady_look(base, cand, look, margins, plan, alpha=alpha, final=_final(test))
+    if count < 2 and (steady is None or steady.stands(different)):
         return None
     found = confirmation_from(
         different,
@@ -422,17 +458,25 @@ def agreed_regression(
         stop=test.stop,
     )
     agreed = agreement(look, test.kept_worker_pairs, count, margins)
+    if agreed.confirmed and steady is not None and not steady.stands(different):
+        return steady.disputes(found, different)
     if agreed.confirmed:
-        return replace(
-            found,
-            reason=f"{found.reason}; found by each of the {count} pairs of worker processes "
-            f"({agreed.describe()})",
+        by_pairs = (
+            f"; found by each of the {count} pairs of worker processes ({agreed.describe()})"
+            if count > 1
+            else ""
         )
+        return replace(found, reason=f"{found.reason}{by_pairs}")
+    unsteady = (
+        f"; nor on the steady window pairs alone ({steady.describe(different)})"
+        if steady is not None and not steady.stands(different)
+        else ""
+    )
     return replace(
         found,
         state="inconclusive",
         reason=f"{found.reason}, but not by every one of the {count} pairs of worker processes "
-        f"({agreed.describe()}): the processes differ, not necessarily the code",
+        f"({agreed.describe()}): the processes differ, not necessarily the code{unsteady}",
         disputed=True,
     )
 
@@ -508,7 +552,15 @@ def analyse_windows(
         if look is not None:
             comparisons[nodeid] = look
         if look is not None and test.error is None:
-            found = agreed_regression(test, look, worker_pairs, margins, replay_command(nodeid))
+            found = agreed_regression(
+                test,
+                look,
+                worker_pairs,
+                margins,
+                replay_command(nodeid),
+                plan=plan,
+                alpha=gate.alpha,
+            )
             if found is not None:
                 inputs[nodeid] = replace(inputs[nodeid], replication=found)
     k = max_pairs if max_pairs is not None else max((t.pairs for t in tests.values()), default=0)

@@ -457,6 +457,11 @@ def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Co
             f"{first.reason}, but {nth} could not measure it again ({second.reason}): "
             f"a rollback needs {number} pairs of processes to find it"
         )
+    elif second.disputed and second.dispute == "host":
+        why = (
+            f"{first.reason}, but {nth} found it only with window pairs the host disturbed "
+            f"({second.reason.removeprefix(_PAIRED_PREFIX)})"
+        )
     else:
         why = (
             f"{first.reason}, but {nth} did not find it "
@@ -470,6 +475,7 @@ def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Co
         pairs=pairs,
         pairs_dropped=dropped,
         disputed=True,
+        dispute=second.dispute if second.disputed else "processes",
     )
 
 

@@ -225,7 +225,10 @@ class Confirmation:
     stop: str | None = None
     # A first pair of worker processes found the regression and a second did not
     # (``gate.confirm.replicated``): whatever either found, the processes differ, not the code.
+    # Or (``dispute="host"``) it did not stand on the window pairs the host left steady
+    # (``gate.steady_pairs``).
     disputed: bool = False
+    dispute: Literal["processes", "host"] = "processes"
     # ``unavailable`` only because gate.confirm_time ran out before the rounds reached the test:
     # the commit was reachable, so a rollback would have needed them (docs/gate.md, "Decisions").
     out_of_time: bool = False

@@ -8,24 +8,39 @@ t interval) and says whether more pairs are needed. As in two-run mode, each loo
 chance for noise to cross a bound, so each look uses its own nominal levels from a
 group-sequential plan over the pair counts (:func:`paired_plan`; Lan-DeMets O'Brien-Fleming
 type error spending, :mod:`pytest_roofline.stats.sequential`), and the final comparison is
-decided at the boundary of the look the alternation stopped at (:func:`paired_look`).
+decided at the boundary of the look the alternation stopped at (:func:`paired_look`). A
+regression must also stand on the window pairs the host left steady (:func:`steady_look`,
+:mod:`pytest_roofline.gate.steady_pairs`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pytest_roofline import stats
+from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.looks import decided_at_look
+from pytest_roofline.gate.steady_pairs import steady_pairs
 from pytest_roofline.stats import paired
+from pytest_roofline.stats.paired import PairedComparison
 from pytest_roofline.stats.sequential import Estimate, SequentialPlan
 from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.vocabulary import QUANTILES
 
-__all__ = ["PairedStop", "look_sizes", "paired_look", "paired_look_detail", "paired_plan"]
+__all__ = [
+    "PairedStop",
+    "SteadyLook",
+    "look_sizes",
+    "paired_look",
+    "paired_look_detail",
+    "paired_plan",
+    "rests_on_unsteady_pairs",
+    "steady_look",
+]
 
 
 def look_sizes(min_pairs: int, max_pairs: int, look_every: int) -> tuple[int, ...]:
@@ -81,12 +96,18 @@ def paired_look_detail(
     *,
     alpha: float,
     final: bool,
+    boundary_pairs: int | None = None,
 ) -> dict[str, paired.PairedComparison]:
     """:func:`paired_look` with each quantile's per-pair ratios kept: the
     :class:`~pytest_roofline.stats.paired.PairedComparison` whose ``comparison`` is decided at
-    the look's boundary."""
+    the look's boundary.
+
+    :param boundary_pairs: the pair count whose look's boundary applies (default: the windows'
+        own; a subset of a look's pairs keeps that look's boundary).
+    """
     pairs = min(len(base_windows), len(cand_windows))
-    boundary = plan.boundary(_look_of(plan, pairs), final=final)
+    look_pairs = pairs if boundary_pairs is None else boundary_pairs
+    boundary = plan.boundary(_look_of(plan, look_pairs), final=final)
     base, cand = list(base_windows[:pairs]), list(cand_windows[:pairs])
     out: dict[str, paired.PairedComparison] = {}
     for name, margin in margins.items():
@@ -100,8 +121,9 @@ class PairedStop:
     """``should_continue`` for paired rounds: more pairs while no asked quantile is decided.
 
     The alternation stops at the first look where any asked quantile is DIFFERENT (the
-    regression is established) or all of them are SAME (it is ruled out); it goes on while any
-    is UNKNOWN, up to the plan's cap.
+    regression is established, on the window pairs the host left steady too:
+    :mod:`pytest_roofline.gate.steady_pairs`) or all of them are SAME (it is ruled out); it goes
+    on while any is UNKNOWN, up to the plan's cap.
     """
 
     def __init__(
@@ -121,9 +143,124 @@ class PairedStop:
         """Whether more pairs are needed; ``worker_pairs`` (which pair of worker processes
         measured each window pair) is not used: fresh pairs replicate a regression afterwards
         (``gate.confirm.replicated``)."""
-        found = paired_look(
+        found = paired_look_detail(
             base_windows, cand_windows, self._margins, self._plan, alpha=self._alpha, final=False
         )
-        outcomes = [c.outcome for c in found.values()]
-        decided = "different" in outcomes or (bool(outcomes) and all(o == "same" for o in outcomes))
-        return not decided
+        outcomes = [c.comparison.outcome for c in found.values()]
+        if "different" in outcomes:
+            # A regression only the unsteady pairs carry is not decided: more pairs.
+            return rests_on_unsteady_pairs(
+                base_windows, cand_windows, found, self._margins, self._plan, alpha=self._alpha
+            )
+        return not (bool(outcomes) and all(o == "same" for o in outcomes))
+
+
+@dataclass(frozen=True, slots=True)
+class SteadyLook:
+    """A look on the window pairs whose p50 ratio stays at the test's level (:func:`steady_pairs`).
+
+    :ivar comparisons: each quantile compared on those pairs at the full look's boundary.
+    :ivar fenced: how many of the look's pairs were left out.
+    :ivar pairs: how many pairs the look had.
+    """
+
+    comparisons: Mapping[str, PairedComparison]
+    fenced: int
+    pairs: int
+
+    def stands(self, regressed: Sequence[str]) -> bool:
+        """Whether some quantile of ``regressed`` (DIFFERENT on every pair) is DIFFERENT here."""
+        return any(
+            (c := self.comparisons.get(name)) is not None and c.comparison.outcome == "different"
+            for name in regressed
+        )
+
+    def describe(self, names: Sequence[str]) -> str:
+        """``without the 7 of 38 window pairs whose p50 ratio left the test's own level (...):
+        p99 x1.093 [0.966, 1.170] UNKNOWN``."""
+        shown = "; ".join(
+            f"{name} x{c.comparison.ratio:.3f} [{c.comparison.ci.low:.3f}, "
+            f"{c.comparison.ci.high:.3f}] {c.comparison.outcome.upper()}"
+            for name in names
+            if (c := self.comparisons.get(name)) is not None
+        )
+        return (
+            f"without the {self.fenced} of {self.pairs} window pairs whose p50 ratio left the "
+            f"test's own level (a host disturbance inside a window, unseen by the canary): {shown}"
+        )
+
+    def disputes(self, found: Confirmation, regressed: Sequence[str]) -> Confirmation:
+        """``found`` (a regression of ``regressed``) left ``inconclusive``: it does not stand
+        on these pairs (``disputed`` by the host, not necessarily the code)."""
+        return replace(
+            found,
+            state="inconclusive",
+            reason=f"{found.reason}, but not on the steady window pairs alone "
+            f"({self.describe(regressed)}): the host, not necessarily the code",
+            disputed=True,
+            dispute="host",
+        )
+
+
+def steady_look(
+    base_windows: Sequence[np.ndarray],
+    cand_windows: Sequence[np.ndarray],
+    look: Mapping[str, PairedComparison],
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    *,
+    alpha: float,
+    final: bool,
+) -> SteadyLook | None:
+    """``look`` (over these windows) made again on the steady window pairs only, at the same
+    look's boundary; ``None`` when every pair is steady, so the look stands as it is.
+
+    The fence reads each pair's p50 ratio, from ``look`` where it compared p50, else from the
+    windows (a confirmation may be asked about a tail only).
+    """
+    pairs = min(len(base_windows), len(cand_windows))
+    base, cand = list(base_windows[:pairs]), list(cand_windows[:pairs])
+    p50 = look.get("p50")
+    ratios = p50.round_ratios if p50 is not None else tuple(map(_p50_ratio, base, cand))
+    keep = steady_pairs(ratios)
+    if len(keep) != pairs:
+        raise ValueError(f"{len(keep)} p50 ratios for {pairs} window pairs")
+    if all(keep):
+        return None
+    # The boundary stays the full look's: fencing pairs must not move the test to another look
+    # of its plan (an earlier one's boundary would be stricter).
+    found = paired_look_detail(
+        [w for w, k in zip(base, keep, strict=True) if k],
+        [w for w, k in zip(cand, keep, strict=True) if k],
+        margins,
+        plan,
+        alpha=alpha,
+        final=final,
+        boundary_pairs=pairs,
+    )
+    return SteadyLook(found, fenced=keep.count(False), pairs=pairs)
+
+
+def _p50_ratio(base: np.ndarray, cand: np.ndarray) -> float:
+    """One window pair's candidate/baseline p50 (Harrell-Davis, as the comparisons'); NaN
+    below two samples a side."""
+    if base.size < 2 or cand.size < 2:
+        return math.nan
+    base_p50, cand_p50 = (float(stats.hd_quantiles(w, [0.5])[0]) for w in (base, cand))
+    return cand_p50 / base_p50 if base_p50 > 0 and cand_p50 > 0 else math.nan
+
+
+def rests_on_unsteady_pairs(
+    base_windows: Sequence[np.ndarray],
+    cand_windows: Sequence[np.ndarray],
+    look: Mapping[str, PairedComparison],
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    *,
+    alpha: float,
+) -> bool:
+    """Whether a look's regression (some quantile DIFFERENT) is not DIFFERENT on the steady
+    pairs: a stop rule then measures more pairs rather than stop on it."""
+    regressed = [name for name, c in look.items() if c.comparison.outcome == "different"]
+    steady = steady_look(base_windows, cand_windows, look, margins, plan, alpha=alpha, final=False)
+    return bool(regressed) and steady is not None and not steady.stands(regressed)

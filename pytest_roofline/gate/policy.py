@@ -434,7 +434,11 @@ def _settled_by_paired_rounds(
     outcome = paired.outcome if paired is not None else None
     if confirmation.disputed:
         escalate.append(f"{text}; {confirmation.reason}")
-        missing.append("a regression that both pairs of worker processes find")
+        missing.append(
+            "a regression that stands on the window pairs the host left steady"
+            if confirmation.dispute == "host"
+            else "a regression that both pairs of worker processes find"
+        )
     elif paired is not None and outcome == "different":
         if e.same_code:
             # Both worktrees hold the same code and run in the same environment, so no size of

@@ -328,7 +328,8 @@ def test_an_unchanged_test_needs_no_agreement() -> None:
     same = measured(1.0, 8, 4)
     look = {"p50": paired.compare_paired(*same.kept, 0.5, delta=margins["p50"], alpha=0.05)}
     assert look["p50"].comparison.outcome != "different"
-    assert agreed_regression(same, look, 3, margins, "ab") is None
+    plan = ab_plan(gate, ab_windows(8, 1.0), 1)
+    assert agreed_regression(same, look, 3, margins, "ab", plan=plan, alpha=gate.alpha) is None
 
 
 def test_the_stop_rule_goes_on_while_a_pair_of_workers_does_not_find_the_regression() -> None:

@@ -163,3 +163,26 @@ def test_a_first_pair_that_kept_few_of_its_window_pairs_for_a_disturbed_host_ask
     some = confirmation_from(["p95"], disturbed, command="c", pairs=24, pairs_dropped=9)
     settled = clears_process_floor(some)
     assert settled is not None and settled.state == "confirmed"
+
+
+def test_a_second_pair_that_finds_it_only_on_disturbed_pairs_leaves_it_to_the_host() -> None:
+    # The second pair's look was DIFFERENT only with the window pairs whose p50 left the test's
+    # level (gate.steady_pairs): disputed by the host, not by the processes.
+    host = replace(
+        confirmation(DIFFERENT),
+        state="inconclusive",
+        reason="paired rounds ...: p99 DIFFERENT ..., but not on the steady window pairs alone",
+        disputed=True,
+        dispute="host",
+    )
+    both = replicated(confirmation(DIFFERENT), host)
+    assert (both.state, both.disputed, both.dispute) == ("inconclusive", True, "host")
+    assert (
+        "a second pair of worker processes found it only with window pairs the host" in both.reason
+    )
+    assert "the processes differ" not in both.reason
+    decision = decide_test(evidence(comparisons=DIFFERENT, confirmation=both))
+    assert decision.decision == "escalate"
+    assert "a regression that stands on the window pairs the host left steady" in (
+        decision.missing_evidence
+    )
