@@ -21,7 +21,7 @@ import numpy as np
 from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSettings
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
-from pytest_roofline.gate.confirm import confirmation_from
+from pytest_roofline.gate.confirm import confirmation_from, host_disturbed_dispute
 from pytest_roofline.gate.evidence import (
     GATED_QUANTILES,
     BaselineEntry,
@@ -395,7 +395,10 @@ def windows_confirmation(
 ) -> Confirmation:
     """What a test's paired windows establish about the ``asked`` quantiles
     (:func:`pytest_roofline.gate.confirm.confirmation_from`), pairs dropped for a disturbed
-    host left out; ``unavailable`` when a side failed or no complete pair was kept."""
+    host left out; ``unavailable`` when a side failed or no complete pair was kept. A
+    regression that does not stand on the steady pairs, or that is short of the process floor
+    on a host disturbed through most of the pairs
+    (:func:`pytest_roofline.gate.confirm.host_disturbed_dispute`), is ``inconclusive``."""
     look = _look(test, margins, plan, alpha) if test.error is None else None
     if look is None:
         reason = (test.error or "no complete window pair").splitlines()[0]
@@ -415,9 +418,9 @@ def windows_confirmation(
     base, cand = test.kept
     steady = steady_look(base, cand, look, margins, plan, alpha=alpha, final=_final(test))
     regressed = [n for n in asked if n in look and look[n].comparison.outcome == "different"]
-    if steady is None or steady.stands(regressed):
-        return found
-    return steady.disputes(found, regressed)
+    if steady is not None and not steady.stands(regressed):
+        return steady.disputes(found, regressed)
+    return host_disturbed_dispute(found, regressed) or found
 
 
 def agreed_regression(
@@ -439,7 +442,10 @@ def agreed_regression(
 
     A worker pair that does not reach its share of the margin leaves the test ``inconclusive``
     (escalated, ``disputed``): the processes differ, not necessarily the code. So does a
-    regression that rests on unsteady pairs: the host, not necessarily the code.
+    regression that rests on unsteady pairs, or one short of the process floor on a host the
+    canary read disturbed through most of the pairs
+    (:func:`pytest_roofline.gate.confirm.host_disturbed_dispute`): the host, not necessarily
+    the code.
     """
     first = {name: c.comparison for name, c in look.items()}
     different = [name for name, c in first.items() if c.outcome == "different"]
@@ -447,8 +453,7 @@ def agreed_regression(
         return None
     base, cand = test.kept
     steady = steady_look(base, cand, look, margins, plan, alpha=alpha, final=_final(test))
-    if count < 2 and (steady is None or steady.stands(different)):
-        return None
+    unsteady = steady is not None and not steady.stands(different)
     found = confirmation_from(
         different,
         first,
@@ -457,8 +462,10 @@ def agreed_regression(
         pairs_dropped=len(test.dropped),
         stop=test.stop,
     )
+    if count < 2 and not unsteady:
+        return host_disturbed_dispute(found, different, replicated=False)
     agreed = agreement(look, test.kept_worker_pairs, count, margins)
-    if agreed.confirmed and steady is not None and not steady.stands(different):
+    if agreed.confirmed and steady is not None and unsteady:
         return steady.disputes(found, different)
     if agreed.confirmed:
         by_pairs = (
@@ -466,17 +473,18 @@ def agreed_regression(
             if count > 1
             else ""
         )
-        return replace(found, reason=f"{found.reason}{by_pairs}")
-    unsteady = (
+        found = replace(found, reason=f"{found.reason}{by_pairs}")
+        return host_disturbed_dispute(found, agreed.agreed, replicated=count > 1) or found
+    nor_steady = (
         f"; nor on the steady window pairs alone ({steady.describe(different)})"
-        if steady is not None and not steady.stands(different)
+        if steady is not None and unsteady
         else ""
     )
     return replace(
         found,
         state="inconclusive",
         reason=f"{found.reason}, but not by every one of the {count} pairs of worker processes "
-        f"({agreed.describe()}): the processes differ, not necessarily the code{unsteady}",
+        f"({agreed.describe()}): the processes differ, not necessarily the code{nor_steady}",
         disputed=True,
     )
 

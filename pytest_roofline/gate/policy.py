@@ -435,7 +435,7 @@ def _settled_by_paired_rounds(
     if confirmation.disputed:
         escalate.append(f"{text}; {confirmation.reason}")
         missing.append(
-            "a regression that stands on the window pairs the host left steady"
+            "a regression that stands on window pairs the host left quiet and steady"
             if confirmation.dispute == "host"
             else "a regression that both pairs of worker processes find"
         )

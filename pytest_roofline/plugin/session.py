@@ -34,10 +34,10 @@ from pytest_roofline.config.settings import (
 from pytest_roofline.errors import RooflineError, RooflineWarning, StoreError
 from pytest_roofline.files import write_atomic
 from pytest_roofline.gate.confirm import (
+    busy_host,
     disturbed_note,
     first_look_margins,
     is_regression_check,
-    mostly_disturbed,
     needs_confirmation,
     settling_order,
 )
@@ -956,7 +956,7 @@ class RooflineSession:
             self.confirm_plan.unsettled_note(sum(c.state == "unavailable" for c in confirmations)),
             disturbed_note(
                 sum(
-                    c.state == "inconclusive" and mostly_disturbed(c.pairs, c.pairs_dropped)
+                    c.state == "inconclusive" and busy_host(c.pairs, c.pairs_dropped)
                     for c in confirmations
                 )
             ),

@@ -23,6 +23,7 @@ from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.stats import paired
+from pytest_roofline.stats.sequential import SequentialPlan
 from pytest_roofline.store import RunRecord, Store
 
 NODEID = "t.py::test_kernel"
@@ -188,6 +189,41 @@ def collect(side: Side, commit: str) -> CollectInfo:
         budgets_s={}, probe={}, startup_s=1.0, tags={"git_commit": commit, "python": "3.11"},
         target={}, machine="m",
     )  # fmt: skip
+
+
+def pair_windows(
+    pair: int, base: np.ndarray, cand: np.ndarray, worker_pair: int = 0
+) -> list[Window]:
+    """Window pair ``pair`` of :data:`NODEID` as ``ab`` runs it (ABBA order), on ``worker_pair``."""
+    return [
+        Window(
+            side=side, nodeid=NODEID, pair=pair, index=pair, samples_s=samples,
+            batch_size=1, stop_reason="budget", sampling_s=0.06, warmup_s=0.01,
+            wall_s=0.08, started_ns=0, finished_ns=0, cpu_share=None,
+            result=payload(samples), canary=None, canary_s=0.0, worker_pair=worker_pair,
+        )
+        for side in pair_order(pair)
+        for samples in (base if side == "baseline" else cand,)
+    ]  # fmt: skip
+
+
+def decide_one(
+    test: TestWindows, plan: SequentialPlan, *, max_pairs: int, worker_pairs: int = 1
+) -> tuple[str, str]:
+    """``ab``'s decision on one test's windows, and its reasons joined."""
+    document, _ = analyse_windows(
+        {NODEID: test},
+        baseline=collect("baseline", "aaa"),
+        candidate=collect("candidate", "bbb"),
+        plan=plan,
+        gate=GateSettings(),
+        started=1.0,
+        finished=2.0,
+        max_pairs=max_pairs,
+        worker_pairs=worker_pairs,
+    )
+    (record,) = document.to_json()["tests"]  # type: ignore[misc]
+    return str(record["decision"]), " ".join(record["reasons"])
 
 
 def analyse(test: TestWindows, worker_pairs: int = 1) -> tuple[dict[str, object], list[object]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.gate.confirm import disturbed_note, mostly_disturbed
+from pytest_roofline.gate.confirm import busy_host, disturbed_note, mostly_disturbed
 from pytest_roofline.plugin.confirm import ConfirmPlan
 
 
@@ -38,6 +38,7 @@ def test_escalations_left_open_on_a_busy_host_get_one_line_naming_the_machine() 
     assert note is not None
     assert note.startswith("14 escalated test(s) were left open by paired rounds on a busy host")
     assert "run the comparison again when the machine is quiet" in note
+    assert "the host canary dropped a third or more of their window pairs" in note
     assert disturbed_note(0) is None
 
 
@@ -56,3 +57,23 @@ def test_mostly_disturbed_means_half_or_more_of_the_window_pairs_dropped(
     pairs: int | None, dropped: int | None, disturbed: bool
 ) -> None:
     assert mostly_disturbed(pairs, dropped) is disturbed
+
+
+@pytest.mark.parametrize(
+    ("pairs", "dropped", "busy"),
+    [
+        (48, 24, True),
+        (41, 17, True),  # stop 39's second false rollback under the neighbour
+        (48, 16, True),
+        (48, 15, False),
+        (24, 0, False),
+        (None, 5, False),
+        (10, None, False),
+    ],
+)
+def test_a_busy_host_means_a_third_or_more_of_the_window_pairs_dropped(
+    pairs: int | None, dropped: int | None, busy: bool
+) -> None:
+    assert busy_host(pairs, dropped) is busy
+    # Every mostly disturbed host is a busy one.
+    assert not mostly_disturbed(pairs, dropped) or busy

@@ -183,6 +183,6 @@ def test_a_second_pair_that_finds_it_only_on_disturbed_pairs_leaves_it_to_the_ho
     assert "the processes differ" not in both.reason
     decision = decide_test(evidence(comparisons=DIFFERENT, confirmation=both))
     assert decision.decision == "escalate"
-    assert "a regression that stands on the window pairs the host left steady" in (
+    assert "a regression that stands on window pairs the host left quiet and steady" in (
         decision.missing_evidence
     )

@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.ab import ab_windows, analyse_windows
+from pytest_roofline.ab import ab_windows
 from pytest_roofline.ab.analysis import AssessedStop, ab_plan, paired_margin, windows_confirmation
-from pytest_roofline.ab.workers import TestWindows, Window, pair_order
+from pytest_roofline.ab.workers import TestWindows
 from pytest_roofline.config.settings import GateSettings
 from pytest_roofline.gate.paired_looks import PairedStop, paired_look_detail, steady_look
 from pytest_roofline.gate.steady_pairs import STEADY_FLOOR, steady_pairs
 
-from .test_ab_pairs import NODEID, collect, payload
+from .test_ab_pairs import NODEID, decide_one, pair_windows
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "aa_false_rollback_stop38.npz"
 GATE = GateSettings()
@@ -96,36 +96,16 @@ def as_windows(
     base: list[np.ndarray], cand: list[np.ndarray], worker_pairs: int = 1
 ) -> TestWindows:
     """The windows of ``ab``'s pairs, pair ``p`` measured by worker pair ``p % worker_pairs``."""
-    out = []
-    for pair, (b, c) in enumerate(zip(base, cand, strict=True)):
-        for side in pair_order(pair):
-            samples = b if side == "baseline" else c
-            out.append(
-                Window(
-                    side=side, nodeid=NODEID, pair=pair, index=pair, samples_s=samples,
-                    batch_size=1, stop_reason="budget", sampling_s=0.06, warmup_s=0.01,
-                    wall_s=0.08, started_ns=0, finished_ns=0, cpu_share=None,
-                    result=payload(samples), canary=None, canary_s=0.0,
-                    worker_pair=pair % worker_pairs,
-                )
-            )  # fmt: skip
+    out = [
+        window
+        for pair, (b, c) in enumerate(zip(base, cand, strict=True))
+        for window in pair_windows(pair, b, c, pair % worker_pairs)
+    ]
     return TestWindows(NODEID, tuple(out), pairs=len(base), stop="decided", wall_s=1.0)
 
 
 def decide(test: TestWindows, worker_pairs: int = 1) -> tuple[str, str]:
-    document, _ = analyse_windows(
-        {NODEID: test},
-        baseline=collect("baseline", "aaa"),
-        candidate=collect("candidate", "bbb"),
-        plan=PLAN,
-        gate=GATE,
-        started=1.0,
-        finished=2.0,
-        max_pairs=40,
-        worker_pairs=worker_pairs,
-    )
-    (record,) = document.to_json()["tests"]  # type: ignore[misc]
-    return str(record["decision"]), " ".join(record["reasons"])
+    return decide_one(test, PLAN, max_pairs=40, worker_pairs=worker_pairs)
 
 
 def test_the_recorded_a_a_run_escalates_naming_the_host() -> None:
