@@ -21,7 +21,11 @@ import numpy as np
 from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSettings
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
-from pytest_roofline.gate.confirm import confirmation_from, host_disturbed_dispute
+from pytest_roofline.gate.confirm import (
+    confirmation_from,
+    held_to_process_floor,
+    host_disturbed_dispute,
+)
 from pytest_roofline.gate.evidence import (
     GATED_QUANTILES,
     BaselineEntry,
@@ -285,8 +289,10 @@ class AssessedStop:
     pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`) and it stands
     on the window pairs the host left steady
     (:func:`pytest_roofline.gate.paired_looks.rests_on_unsteady_pairs`); a DIFFERENT that one
-    worker pair does not see, or that only unsteady pairs carry, goes on (going on after a
-    crossed boundary only lowers the chance of a final DIFFERENT).
+    worker pair does not see, that only unsteady pairs carry, or that a busy host holds to the
+    process floor (:func:`pytest_roofline.gate.confirm.held_to_process_floor`: the canary
+    dropped a third or more of the pairs run, ``dropped``) goes on (going on after a crossed
+    boundary only lowers the chance of a final DIFFERENT).
     """
 
     def __init__(
@@ -318,6 +324,7 @@ class AssessedStop:
         base_windows: Sequence[np.ndarray],
         cand_windows: Sequence[np.ndarray],
         worker_pairs: Sequence[int] = (),
+        dropped: int = 0,
     ) -> bool:
         margins = self.assessed(base_windows, cand_windows)
         look = paired_look_detail(
@@ -325,10 +332,17 @@ class AssessedStop:
         )
         outcomes = [c.comparison.outcome for c in look.values()]
         if "different" in outcomes:
-            if not agreement(look, worker_pairs, self._worker_pairs, margins).confirmed:
-                return True
-            return rests_on_unsteady_pairs(
+            agreed = agreement(look, worker_pairs, self._worker_pairs, margins)
+            if not agreed.confirmed or rests_on_unsteady_pairs(
                 base_windows, cand_windows, look, margins, self._plan, alpha=self._alpha
+            ):
+                return True
+            return held_to_process_floor(
+                {name: c.comparison for name, c in look.items()},
+                agreed.agreed,
+                pairs=len(base_windows) + dropped,
+                dropped=dropped,
+                replicated=self._worker_pairs > 1,
             )
         return not (outcomes and all(o == "same" for o in outcomes))
 

@@ -87,13 +87,18 @@ LAYOUT_SHIFT_BYTES = 4 << 20
 # (docs/paired.md, "A shorter first warm-up").
 FIRST_WARMUP_S = 0.01
 
-ShouldContinue = Callable[[str, Sequence[np.ndarray], Sequence[np.ndarray], Sequence[int]], bool]
-"""``should_continue(nodeid, base_windows, cand_windows, worker_pairs)``: whether test ``nodeid``
-needs more window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs, never past
-``max_pairs``. The arrays are each window's per-call samples (seconds), in window order, of the
-pairs kept (with ``drop_disturbed``, pairs whose window was disturbed on either side are left
-out while at least ``min_pairs`` remain: :mod:`pytest_roofline.ab.pairs`); ``worker_pairs``
-says which pair of worker processes measured each kept pair (0-based, ``pair % worker_pairs``)."""
+ShouldContinue = Callable[
+    [str, Sequence[np.ndarray], Sequence[np.ndarray], Sequence[int], int], bool
+]
+"""``should_continue(nodeid, base_windows, cand_windows, worker_pairs, dropped)``: whether test
+``nodeid`` needs more window pairs; consulted from ``min_pairs`` on, every ``look_every`` pairs,
+never past ``max_pairs``. The arrays are each window's per-call samples (seconds), in window
+order, of the pairs kept (with ``drop_disturbed``, pairs whose window was disturbed on either
+side are left out while at least ``min_pairs`` remain: :mod:`pytest_roofline.ab.pairs`);
+``worker_pairs`` says which pair of worker processes measured each kept pair (0-based,
+``pair % worker_pairs``); ``dropped`` counts the pairs run so far and left out, so the pairs run
+are the kept ones plus ``dropped`` (a busy host holds a regression to the process floor:
+:func:`pytest_roofline.gate.confirm.held_to_process_floor`)."""
 
 StopWhy = Literal["decided", "max_pairs", "error"]
 
@@ -971,7 +976,7 @@ class _Alternation:
             and (kept - settings.min_pairs) % settings.look_every == 0
         ):
             base, cand, groups = _kept(self._windows, dropped)
-            if not self._should_continue(self.nodeid, base, cand, groups):
+            if not self._should_continue(self.nodeid, base, cand, groups, len(dropped)):
                 self._stop = "decided"
                 self._ended = True
 

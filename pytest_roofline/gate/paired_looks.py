@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pytest_roofline import stats
+from pytest_roofline.gate.confirm import held_to_process_floor
 from pytest_roofline.gate.evidence import Confirmation
 from pytest_roofline.gate.looks import decided_at_look
 from pytest_roofline.gate.steady_pairs import steady_pairs
@@ -122,8 +123,9 @@ class PairedStop:
 
     The alternation stops at the first look where any asked quantile is DIFFERENT (the
     regression is established, on the window pairs the host left steady too:
-    :mod:`pytest_roofline.gate.steady_pairs`) or all of them are SAME (it is ruled out); it goes
-    on while any is UNKNOWN, up to the plan's cap.
+    :mod:`pytest_roofline.gate.steady_pairs`, and, on a host the canary read busy, beyond the
+    process floor: :func:`pytest_roofline.gate.confirm.held_to_process_floor`) or all of them
+    are SAME (it is ruled out); it goes on while any is UNKNOWN, up to the plan's cap.
     """
 
     def __init__(
@@ -139,18 +141,31 @@ class PairedStop:
         base_windows: Sequence[np.ndarray],
         cand_windows: Sequence[np.ndarray],
         worker_pairs: Sequence[int] = (),
+        dropped: int = 0,
     ) -> bool:
         """Whether more pairs are needed; ``worker_pairs`` (which pair of worker processes
         measured each window pair) is not used: fresh pairs replicate a regression afterwards
-        (``gate.confirm.replicated``)."""
+        (``gate.confirm.replicated``). ``dropped``: the pairs run so far and left out for a
+        disturbed host."""
         found = paired_look_detail(
             base_windows, cand_windows, self._margins, self._plan, alpha=self._alpha, final=False
         )
         outcomes = [c.comparison.outcome for c in found.values()]
         if "different" in outcomes:
             # A regression only the unsteady pairs carry is not decided: more pairs.
-            return rests_on_unsteady_pairs(
+            if rests_on_unsteady_pairs(
                 base_windows, cand_windows, found, self._margins, self._plan, alpha=self._alpha
+            ):
+                return True
+            # On a busy host it rolls back only beyond the process floor: more pairs until
+            # its interval clears it (or the cap, where it escalates).
+            regressed = [n for n, c in found.items() if c.comparison.outcome == "different"]
+            return held_to_process_floor(
+                {n: c.comparison for n, c in found.items()},
+                regressed,
+                pairs=len(base_windows) + dropped,
+                dropped=dropped,
+                replicated=True,
             )
         return not (bool(outcomes) and all(o == "same" for o in outcomes))
 

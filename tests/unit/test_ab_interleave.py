@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from pytest_roofline.ab.workers import (
     WindowSettings,
     round_order,
 )
+from pytest_roofline.measure.canary import WindowJudgement
 from tests.unit.window_replies import passed_window
 
 
@@ -50,14 +52,20 @@ class StepClock:
 
 
 def recording(
-    *, pairs: int = 4, min_pairs: int = 2, fail: str = "", worker_pairs: int = 1
+    *,
+    pairs: int = 4,
+    min_pairs: int = 2,
+    fail: str = "",
+    worker_pairs: int = 1,
+    replacements: int = 0,
+    worker: type[RecordingWorker] = RecordingWorker,
 ) -> tuple[PairedWorkers, list[tuple[str, str]]]:
     settings = WindowSettings(
         min_pairs=min_pairs,
         max_pairs=pairs,
         look_every=1,
         worker_pairs=worker_pairs,
-        max_replacements=0,
+        max_replacements=replacements,
         pin_cpus=False,
     )
     spec = {
@@ -67,22 +75,26 @@ def recording(
     workers = PairedWorkers(spec["baseline"], spec["candidate"], settings, clock=StepClock())
     log: list[tuple[str, str]] = []
     scripted = [
-        {side: RecordingWorker(side, n, log, fail) for side in ("baseline", "candidate")}
+        {side: worker(side, n, log, fail) for side in ("baseline", "candidate")}
         for n in range(worker_pairs)
     ]
     workers._pairs = scripted  # type: ignore[assignment]
     return workers, log
 
 
-def decide(*decided: str) -> Any:
-    """A stop rule that decides the named tests at their first look and never the others."""
+def decide(*decided: str, looks: list[tuple[int, int]] | None = None) -> Any:
+    """A stop rule that decides the named tests at their first look and never the others;
+    each look's (pairs kept, pairs dropped) is appended to ``looks``."""
 
     def should_continue(
         nodeid: str,
         base: Sequence[np.ndarray],
         cand: Sequence[np.ndarray],
         groups: Sequence[int] = (),
+        dropped: int = 0,
     ) -> bool:
+        if looks is not None:
+            looks.append((len(base), dropped))
         return nodeid not in decided
 
     return should_continue
@@ -219,3 +231,39 @@ def test_each_test_gets_its_own_window_budget_and_a_repeated_id_is_measured_once
     assert {w.sampling_s for w in tests["m.py::a"].windows} == {0.5}
     assert {w.sampling_s for w in tests["m.py::b"].windows} == {0.125}
     assert order_of_tests(log) == ["a", "b", "b", "a"]
+
+
+class DisturbedWorker(RecordingWorker):
+    """A :class:`RecordingWorker` whose candidate window of every second pair (1, 3, 5, ...)
+    reads the host disturbed (the canary's python kernel 4x off its level)."""
+
+    def __init__(self, side: str, number: int, log: list[tuple[str, str]], fail: str) -> None:
+        super().__init__(side, number, log, fail)
+        self.windows = 0
+
+    def window(
+        self, nodeid: str, seconds: float, timeout: float, cpu: int | None = None
+    ) -> dict[str, Any]:
+        reply = super().window(nodeid, seconds, timeout, cpu)
+        if self.side == "candidate" and self.windows % 2 == 1:
+            reply["canary"] = json.dumps(disturbed(nodeid).to_dict())
+        self.windows += 1
+        return reply
+
+
+def disturbed(nodeid: str) -> WindowJudgement:
+    ratios = {"python": 4.0, "stream": 1.0}
+    floors = {"python": 1.2, "stream": 1.2}
+    return WindowJudgement(nodeid, "disturbed", ratios, ratios, floors, ("python",), 0.0, 0.1)
+
+
+def test_the_stop_rule_is_told_how_many_pairs_the_canary_dropped() -> None:
+    # A busy host holds a regression to the process floor, and the stop rule measures on until
+    # its interval clears it, so the rule must know the pairs run, not only the pairs kept.
+    workers, _ = recording(pairs=4, min_pairs=2, replacements=4, worker=DisturbedWorker)
+    looks: list[tuple[int, int]] = []
+    (test,) = workers.measure_tests(ids("a"), decide(looks=looks)).values()
+    # Pair 1 cannot go (it would leave fewer than min_pairs); pairs 1 and 3 are gone by the
+    # look at three kept; pair 6 makes four kept, the cap: no look there.
+    assert looks == [(2, 0), (3, 2)]
+    assert (test.pairs, test.dropped) == (7, (1, 3, 5))
