@@ -568,6 +568,7 @@ def analyse_windows(
                 pairs_dropped=len(test.dropped),
                 stop=test.stop,
                 canary=PairedWindow.counts(test.paired_canary),
+                order=test.kept_order,
             ),
         )
         look = _look(test, margins, plan, gate.alpha)

@@ -326,6 +326,17 @@ class TestWindows:
         return tuple(k for i, k in enumerate(base[:n]) if i not in gone)
 
     @property
+    def kept_order(self) -> tuple[str, ...]:
+        """Each kept pair's order, ``AB`` (baseline first: :func:`pair_order`) or ``BA``."""
+        gone = set(self.dropped)
+        base = [w for w in self.windows if w.side == "baseline"][: self.complete_pairs]
+        return tuple(
+            "AB" if pair_order(w.pair)[0] == "baseline" else "BA"
+            for i, w in enumerate(base)
+            if i not in gone
+        )
+
+    @property
     def paired_canary(self) -> tuple[PairedWindow, ...]:
         """Each complete pair's canary judgements (A: baseline, B: candidate)."""
         base = [w.canary for w in self.windows if w.side == "baseline"]

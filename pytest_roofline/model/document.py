@@ -318,7 +318,11 @@ class PairedTest(Record):
     ``pairs`` those run, ``pairs_dropped`` those left out for a host-disturbed window on either
     side, ``stop`` why the alternation stopped (``decided``, ``max_pairs``, ``error``) and
     ``canary`` the pairs per canary state (``quiet``, ``disturbed_a`` (baseline),
-    ``disturbed_b`` (candidate), ``disturbed_both``, ``unread``).
+    ``disturbed_b`` (candidate), ``disturbed_both``, ``unread``); ``order`` each kept pair's
+    order (``AB``: baseline first), so a reader can check the kept pairs' balance: the first
+    window of a pair runs after other tests' windows and reads up to a few percent slower
+    (docs/paired.md, "The first window of a pair"), which ABBA cancels only when both orders
+    are kept alike.
     """
 
     _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop")
@@ -332,6 +336,7 @@ class PairedTest(Record):
     pairs_dropped: int | None = None
     stop: str | None = None
     canary: Mapping[str, int] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,6 +255,8 @@ def test_a_pair_disturbed_on_one_side_is_left_out_of_the_comparison_and_counted(
     assert test["paired"]["pairs_dropped"] == 1
     assert test["paired"]["canary"]["disturbed_b"] == 1
     assert test["paired"]["canary"]["quiet"] == 7
+    # The kept pairs' orders: pair 2 (baseline first) is gone, so one fewer AB than BA.
+    assert test["paired"]["order"] == ["AB", "BA", "BA", "AB", "BA", "AB", "BA"]
     assert all(r < 1.2 for r in test["paired"]["ratios"]["p50"])
     assert test["change"]["p50"]["ratio"] == pytest.approx(1.0, abs=0.03)
     assert document["run"]["rounds"] == 8  # type: ignore[index]
