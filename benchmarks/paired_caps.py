@@ -71,7 +71,11 @@ def measure(stores: Path, runs: int, cap: int, window: float) -> None:
 def decide(
     base: list[np.ndarray], cand: list[np.ndarray], cap: int, tests: int, gate: GateSettings
 ) -> tuple[str, int, str]:
-    """``ab``'s decision of one test at ``cap`` pairs: (decision, pairs used, open quantiles)."""
+    """``ab``'s decision of one test at ``cap`` pairs: (decision, pairs used, open quantiles).
+
+    The stored pairs are the kept ones and their drops are not replayed: the stop rule looks as
+    on a host the canary left quiet (``dropped`` 0), so it never holds a regression to the
+    process floor here."""
     margins = {name: paired_margin(gate, name) for name in GATED_QUANTILES}
     worker_pairs = AbSettings().worker_pairs
     plan = ab_plan(gate, ab_windows(cap, cap * 0.0625, worker_pairs), tests)

@@ -22,6 +22,7 @@ from pytest_roofline.ab.workers import SIDES, CollectInfo, TestWindows, WindowSe
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.errors import StoreError
 from pytest_roofline.gate.confirm import (
+    busy_host,
     confirmation_from,
     held_to_process_floor,
     host_disturbed_dispute,
@@ -289,10 +290,13 @@ class AssessedStop:
     pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`) and it stands
     on the window pairs the host left steady
     (:func:`pytest_roofline.gate.paired_looks.rests_on_unsteady_pairs`); a DIFFERENT that one
-    worker pair does not see, that only unsteady pairs carry, or that a busy host holds to the
-    process floor (:func:`pytest_roofline.gate.confirm.held_to_process_floor`: the canary
-    dropped a third or more of the pairs run, ``dropped``) goes on (going on after a crossed
-    boundary only lowers the chance of a final DIFFERENT).
+    worker pair does not see, or that only unsteady pairs carry, goes on (going on after a
+    crossed boundary only lowers the chance of a final DIFFERENT). So does one that a busy host
+    holds to the process floor (:func:`pytest_roofline.gate.confirm.held_to_process_floor`: the
+    canary dropped a third or more of the pairs run, ``dropped``), which would escalate if it
+    stopped: there a later look may roll it back, once its interval clears the floor or the host
+    calms below a third, each look within the plan's error spending. With one pair of worker
+    processes it stops once the host is busy at the cap whatever comes (nothing can roll back).
     """
 
     def __init__(
@@ -337,14 +341,25 @@ class AssessedStop:
                 base_windows, cand_windows, look, margins, self._plan, alpha=self._alpha
             ):
                 return True
+            replicated = self._worker_pairs > 1
+            if not replicated and self._busy_at_any_cap(dropped):
+                # One pair settles nothing on a busy host, and with this many dropped the host
+                # is busy at the cap however the rest go: more pairs cannot change the outcome.
+                return False
             return held_to_process_floor(
                 {name: c.comparison for name, c in look.items()},
                 agreed.agreed,
                 pairs=len(base_windows) + dropped,
                 dropped=dropped,
-                replicated=self._worker_pairs > 1,
+                replicated=replicated,
             )
         return not (outcomes and all(o == "same" for o in outcomes))
+
+    def _busy_at_any_cap(self, dropped: int) -> bool:
+        """Whether the host is busy at ``max_pairs`` kept whatever is dropped from now on:
+        ``dropped / (max_pairs + dropped)`` is already a third (drops only grow)."""
+        sizes = self._plan.sizes or ()
+        return bool(sizes) and busy_host(sizes[-1] + dropped, dropped)
 
 
 def agreement(
@@ -411,7 +426,7 @@ def windows_confirmation(
     (:func:`pytest_roofline.gate.confirm.confirmation_from`), pairs dropped for a disturbed
     host left out; ``unavailable`` when a side failed or no complete pair was kept. A
     regression that does not stand on the steady pairs, or that is short of the process floor
-    on a host disturbed through most of the pairs
+    on a host the canary read busy (a third or more of the pairs dropped)
     (:func:`pytest_roofline.gate.confirm.host_disturbed_dispute`), is ``inconclusive``."""
     look = _look(test, margins, plan, alpha) if test.error is None else None
     if look is None:
@@ -457,7 +472,7 @@ def agreed_regression(
     A worker pair that does not reach its share of the margin leaves the test ``inconclusive``
     (escalated, ``disputed``): the processes differ, not necessarily the code. So does a
     regression that rests on unsteady pairs, or one short of the process floor on a host the
-    canary read disturbed through most of the pairs
+    canary read busy (a third or more of the pairs dropped)
     (:func:`pytest_roofline.gate.confirm.host_disturbed_dispute`): the host, not necessarily
     the code.
     """

@@ -158,7 +158,7 @@ class PairedStop:
             ):
                 return True
             # On a busy host it rolls back only beyond the process floor: more pairs until
-            # its interval clears it (or the cap, where it escalates).
+            # its interval clears it (or the cap, where the final look decides).
             regressed = [n for n, c in found.items() if c.comparison.outcome == "different"]
             return held_to_process_floor(
                 {n: c.comparison for n, c in found.items()},

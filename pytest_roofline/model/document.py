@@ -45,6 +45,10 @@ Readers ignore keys they do not know.
   largest heap block of random size ``ab``'s workers held through each window (0: none).
   ``schema_version`` stays 1: a reader without the key misreads nothing.
 
+* Issue 10, stop 40 (unreleased, schema 1 still) adds ``tests[].paired.order``: each kept
+  window pair's order (``AB``: baseline first), on persistent workers only. ``schema_version``
+  stays 1: a reader without the key misreads nothing.
+
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
 """
@@ -325,7 +329,7 @@ class PairedTest(Record):
     are kept alike.
     """
 
-    _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop")
+    _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop", "order")
 
     rounds: int | None = None
     rounds_used: Mapping[str, int] = field(default_factory=dict)
@@ -336,7 +340,7 @@ class PairedTest(Record):
     pairs_dropped: int | None = None
     stop: str | None = None
     canary: Mapping[str, int] = field(default_factory=dict)
-    order: tuple[str, ...] = ()
+    order: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -285,6 +285,7 @@ def test_the_stopping_rule_is_asked_after_whole_abba_blocks_and_can_stop_a_test(
         base: Sequence[np.ndarray],
         cand: Sequence[np.ndarray],
         worker_pairs: Sequence[int],
+        dropped: int,
     ) -> bool:
         assert nodeid == "tests/test_perf.py::test_other"
         assert list(worker_pairs) == [0, 0]  # one pair of workers measured both pairs
@@ -425,6 +426,7 @@ def test_pairs_of_workers_take_the_window_pairs_in_turn(sides: tuple[Path, Path]
         base_windows: Sequence[np.ndarray],
         cand_windows: Sequence[np.ndarray],
         worker_pairs: Sequence[int],
+        dropped: int,
     ) -> bool:
         groups.append(list(worker_pairs))
         return True
@@ -523,6 +525,7 @@ def test_pairs_with_a_disturbed_window_are_dropped_and_the_canary_is_off_without
         base: Sequence[np.ndarray],
         cand: Sequence[np.ndarray],
         worker_pairs: Sequence[int],
+        dropped: int,
     ) -> bool:
         seen.append(len(base))
         return True
