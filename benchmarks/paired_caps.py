@@ -92,7 +92,14 @@ def decide(
     open_ = ",".join(f"{name} {o}" for name, o in outcomes.items() if o != "same")
     if "different" in outcomes.values():
         groups = [i % worker_pairs for i in range(used)]
-        confirmed = agreement(look, groups, worker_pairs, asked).confirmed
+        confirmed = agreement(
+            look,
+            groups,
+            worker_pairs,
+            asked,
+            plan=plan,
+            final=not decided,
+        ).confirmed
         return ("rollback" if confirmed else "escalate"), used, open_
     return ("ship" if not open_ else "escalate"), used, open_
 

@@ -39,6 +39,7 @@ from pytest_roofline.gate.paired_looks import (
     paired_plan,
     rests_on_unsteady_pairs,
     steady_look,
+    with_worker_spread,
 )
 from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import relevant_presets, test_record
@@ -336,7 +337,14 @@ class AssessedStop:
         )
         outcomes = [c.comparison.outcome for c in look.values()]
         if "different" in outcomes:
-            agreed = agreement(look, worker_pairs, self._worker_pairs, margins)
+            agreed = agreement(
+                look,
+                worker_pairs,
+                self._worker_pairs,
+                margins,
+                plan=self._plan,
+                final=False,
+            )
             if not agreed.confirmed or rests_on_unsteady_pairs(
                 base_windows, cand_windows, look, margins, self._plan, alpha=self._alpha
             ):
@@ -367,14 +375,33 @@ def agreement(
     worker_pairs: Sequence[int],
     count: int,
     margins: Mapping[str, GateMargin],
+    *,
+    plan: SequentialPlan,
+    final: bool,
 ) -> Agreement:
     """:func:`~pytest_roofline.gate.worker_agreement.worker_agreement` of a look's DIFFERENT
-    quantiles (with one worker pair, its pooled comparison is that pair's: always agreed)."""
+    quantiles, each agreed one kept only if it stays DIFFERENT with the worker pairs' spread in
+    its interval (:func:`~pytest_roofline.gate.paired_looks.with_worker_spread`, at the look's
+    boundary: ``plan``, ``final``). With one worker pair, its pooled comparison is that pair's:
+    always agreed."""
     different = [name for name, c in look.items() if c.comparison.outcome == "different"]
     if count < 2:
         return Agreement({}, {}, tuple(different))
     ratios = {name: look[name].round_ratios for name in different}
-    return worker_agreement(ratios, different, worker_pairs, count, margins)
+    agreed = worker_agreement(ratios, different, worker_pairs, count, margins)
+    if not agreed.agreed:
+        return agreed
+    spread = with_worker_spread(
+        look,
+        worker_pairs,
+        count,
+        {name: margins[name] for name in agreed.agreed},
+        plan,
+        final=final,
+    )
+    return agreed.standing(
+        {name: spread.describe(name) for name in agreed.agreed if not spread.stands(name)}
+    )
 
 
 def ab_plan(gate: GateSettings, settings: WindowSettings, tests: int) -> SequentialPlan:
@@ -493,7 +520,14 @@ def agreed_regression(
     )
     if count < 2 and not unsteady:
         return host_disturbed_dispute(found, different, replicated=False)
-    agreed = agreement(look, test.kept_worker_pairs, count, margins)
+    agreed = agreement(
+        look,
+        test.kept_worker_pairs,
+        count,
+        margins,
+        plan=plan,
+        final=_final(test),
+    )
     if agreed.confirmed and steady is not None and unsteady:
         return steady.disputes(found, different)
     if agreed.confirmed:
@@ -504,6 +538,8 @@ def agreed_regression(
         )
         found = replace(found, reason=f"{found.reason}{by_pairs}")
         return host_disturbed_dispute(found, agreed.agreed, replicated=count > 1) or found
+    # Every pair reached its share but the spread between them leaves the regression open.
+    short_of = "not beyond the spread between" if agreed.spread else "not by every one of"
     nor_steady = (
         f"; nor on the steady window pairs alone ({steady.describe(different)})"
         if steady is not None and unsteady
@@ -512,7 +548,7 @@ def agreed_regression(
     return replace(
         found,
         state="inconclusive",
-        reason=f"{found.reason}, but not by every one of the {count} pairs of worker processes "
+        reason=f"{found.reason}, but {short_of} the {count} pairs of worker processes "
         f"({agreed.describe()}): the processes differ, not necessarily the code{nor_steady}",
         disputed=True,
     )
@@ -584,6 +620,7 @@ def analyse_windows(
                 stop=test.stop,
                 canary=PairedWindow.counts(test.paired_canary),
                 order=test.kept_order,
+                worker_pair=test.kept_worker_pairs,
             ),
         )
         look = _look(test, margins, plan, gate.alpha)

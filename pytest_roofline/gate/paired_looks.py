@@ -35,12 +35,14 @@ from pytest_roofline.vocabulary import QUANTILES
 __all__ = [
     "PairedStop",
     "SteadyLook",
+    "WorkerSpreadLook",
     "look_sizes",
     "paired_look",
     "paired_look_detail",
     "paired_plan",
     "rests_on_unsteady_pairs",
     "steady_look",
+    "with_worker_spread",
 ]
 
 
@@ -279,3 +281,81 @@ def rests_on_unsteady_pairs(
     regressed = [name for name, c in look.items() if c.comparison.outcome == "different"]
     steady = steady_look(base_windows, cand_windows, look, margins, plan, alpha=alpha, final=False)
     return bool(regressed) and steady is not None and not steady.stands(regressed)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpreadLook:
+    """A look's regressed quantiles decided again with the spread between the pairs of worker
+    processes in their interval (:func:`with_worker_spread`).
+
+    :ivar comparisons: each quantile re-decided at the look's boundary.
+    :ivar factors: each quantile's variance factor (1: the worker pairs agree within the window
+        pairs' own spread, the look stands as it was).
+    """
+
+    comparisons: Mapping[str, PairedComparison]
+    factors: Mapping[str, float]
+
+    def stands(self, name: str) -> bool:
+        """Whether quantile ``name`` is still DIFFERENT with the worker pairs' spread."""
+        c = self.comparisons.get(name)
+        return c is not None and c.comparison.outcome == "different"
+
+    def describe(self, name: str) -> str:
+        """``p50 with the worker pairs' spread (variance x6.2 the window pairs'): x1.099
+        [0.958, 1.261] UNKNOWN``."""
+        c = self.comparisons[name].comparison
+        return (
+            f"{name} with the worker pairs' spread (variance x{self.factors[name]:.1f} the window "
+            f"pairs'): x{c.ratio:.3f} [{c.ci.low:.3f}, {c.ci.high:.3f}] {c.outcome.upper()}"
+        )
+
+
+def with_worker_spread(
+    look: Mapping[str, PairedComparison],
+    worker_pairs: Sequence[int],
+    count: int,
+    margins: Mapping[str, GateMargin],
+    plan: SequentialPlan,
+    *,
+    final: bool,
+) -> WorkerSpreadLook:
+    """Each quantile of ``look`` (in ``margins``) decided again at the look's boundary with its
+    standard error widened by the worker pairs' spread.
+
+    ``ab`` gives a test's window pairs to its pairs of worker processes in turn. The pooled
+    interval treats the window pairs as independent; if a process runs the test off for its
+    whole life (a layout it drew once: docs/paired.md, "Process-level bias"), the window pairs
+    of one worker pair share that offset and the pooled interval is too narrow. So the variance
+    of the pooled estimate is taken as the larger of the window pairs' and the worker pairs'
+    (:func:`pytest_roofline.stats.paired.between_group_variance_ratio`: the one-way ANOVA's
+    between- over within-group mean square, a cluster design effect). Where the worker pairs
+    agree within the window pairs' spread (the ratio is at most 1) nothing changes.
+
+    :param worker_pairs: the worker pair (0-based) of every window pair of the look, in order.
+    :param count: how many worker pairs took window pairs (``ab.worker_pairs``).
+    """
+    comparisons: dict[str, PairedComparison] = {}
+    factors: dict[str, float] = {}
+    for name, margin in margins.items():
+        found = look.get(name)
+        if found is None:
+            continue
+        factor = max(
+            1.0,
+            paired.between_group_variance_ratio(
+                [math.log(r) if r > 0 else math.nan for r in found.round_ratios],
+                worker_pairs[: len(found.round_ratios)],
+                count,
+            ),
+        )
+        factors[name] = factor
+        estimate = Estimate.from_paired(found)
+        if factor == 1.0 or not math.isfinite(estimate.se_log):
+            comparisons[name] = found
+            continue
+        boundary = plan.boundary(_look_of(plan, len(found.round_ratios)), final=final)
+        widened = replace(estimate, se_log=estimate.se_log * math.sqrt(factor))
+        decided = decided_at_look(found.comparison, widened, margin, boundary)
+        comparisons[name] = replace(found, comparison=decided)
+    return WorkerSpreadLook(comparisons, factors)

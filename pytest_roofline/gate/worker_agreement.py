@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_roofline.stats.threeway import GateMargin
 
@@ -46,24 +46,38 @@ class Agreement:
         window pairs' ratios; ``None``: it kept no usable pair of that test).
     :ivar needed: per such quantile, the ratio each pair must reach (``1 + margin`` to the
         power :data:`AGREEMENT_SHARE`).
-    :ivar agreed: the quantiles on which every worker pair reached it.
+    :ivar agreed: the quantiles on which every worker pair reached it (and, once
+        :meth:`standing` has been applied, that stay DIFFERENT with the worker pairs' spread in
+        the interval).
+    :ivar spread: the quantiles every pair reached but that fell short of DIFFERENT with the
+        worker pairs' spread in the interval, each with what that look read
+        (:func:`pytest_roofline.gate.paired_looks.with_worker_spread`).
     """
 
     estimates: Mapping[str, tuple[float | None, ...]]
     needed: Mapping[str, float]
     agreed: tuple[str, ...]
+    spread: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> bool:
         """Some DIFFERENT quantile is found by every worker pair."""
         return bool(self.agreed)
 
+    def standing(self, fell: Mapping[str, str]) -> Agreement:
+        """This agreement without the agreed quantiles in ``fell`` (each with what the look
+        read with the worker pairs' spread: kept in :attr:`spread`)."""
+        kept = tuple(name for name in self.agreed if name not in fell)
+        return Agreement(self.estimates, self.needed, kept, {**self.spread, **fell})
+
     def describe(self) -> str:
-        """``p50 by worker pair: x1.104, x1.098, x1.113 (each needs x1.025)`` per quantile."""
+        """``p50 by worker pair: x1.104, x1.098, x1.113 (each needs x1.025)`` per quantile,
+        then each agreed quantile that fell short with the worker pairs' spread."""
         parts = []
         for name, values in self.estimates.items():
             shown = ", ".join("none kept" if v is None else f"x{v:.3f}" for v in values)
             parts.append(f"{name} by worker pair: {shown} (each needs x{self.needed[name]:.3f})")
+        parts.extend(self.spread.values())
         return "; ".join(parts)
 
 

@@ -49,6 +49,10 @@ Readers ignore keys they do not know.
   window pair's order (``AB``: baseline first), on persistent workers only. ``schema_version``
   stays 1: a reader without the key misreads nothing.
 
+* Issue 10, stop 41 (unreleased, schema 1 still) adds ``tests[].paired.worker_pair``: the pair
+  of worker processes (0-based) that measured each kept window pair, on persistent workers
+  only. ``schema_version`` stays 1: a reader without the key misreads nothing.
+
 Why one long module: the declared JSON contract: one dataclass per object of the run document,
 with the format history; one file keeps the contract readable in one place.
 """
@@ -326,10 +330,12 @@ class PairedTest(Record):
     order (``AB``: baseline first), so a reader can check the kept pairs' balance: the first
     window of a pair runs after other tests' windows and reads up to a few percent slower
     (docs/paired.md, "The first window of a pair"), which ABBA cancels only when both orders
-    are kept alike.
+    are kept alike; ``worker_pair`` the pair of worker processes (0-based) that measured each
+    kept pair, so a reader can compare the processes (a regression rolls back only if it stands
+    without any one of them: docs/paired.md, "Process-level bias").
     """
 
-    _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop", "order")
+    _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop", "order", "worker_pair")
 
     rounds: int | None = None
     rounds_used: Mapping[str, int] = field(default_factory=dict)
@@ -341,6 +347,7 @@ class PairedTest(Record):
     stop: str | None = None
     canary: Mapping[str, int] = field(default_factory=dict)
     order: tuple[str, ...] | None = None
+    worker_pair: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ __all__ = [
     "Side",
     "abba_order",
     "apply_bh_paired",
+    "between_group_variance_ratio",
     "compare_paired",
     "min_round_samples",
     "trimmed_mean_interval",
@@ -198,6 +199,48 @@ def trimmed_mean_interval(
     var_w = float(winsorized.var(ddof=1))
     se = math.sqrt((k - 1) * var_w / (h * (h - 1)))
     return mean, se, h - 1
+
+
+def between_group_variance_ratio(
+    values: Sequence[float], groups: Sequence[int], count: int, *, trim: float = DEFAULT_TRIM
+) -> float:
+    """The one-way ANOVA's between-group over within-group mean square of ``values``
+    (non-finite ones left out), winsorized at ``trim`` as :func:`trimmed_mean_interval`.
+
+    With ``N`` values in ``k`` groups, the variance of their grand mean is about the within-group
+    mean square over ``N`` when groups share nothing, and the between-group mean square over
+    ``N`` when each group carries an offset of its own (a random-effects, or cluster, design:
+    ``E[MSB] = sigma**2 + n0 * tau**2``). So the ratio is the factor by which group offsets
+    widen the grand mean's variance (the design effect); about 1 (an F statistic with ``k - 1``
+    and ``N - k`` degrees of freedom) when there are none. Groups with fewer than two values
+    are left out; ``nan`` when fewer than two groups remain or the values within groups do not
+    spread.
+
+    :param groups: each value's group (0-based, below ``count``).
+
+    >>> agree = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0]
+    >>> round(between_group_variance_ratio(agree, [0, 1, 2] * 2, 3, trim=0.0), 3)
+    0.643
+    >>> between_group_variance_ratio([0.3, 0.0, 0.0, 0.32, 0.01, 0.02], [0, 1, 2] * 2, 3) > 10
+    True
+    """
+    x = np.asarray(values, dtype=np.float64)
+    g = np.asarray(groups, dtype=np.int64)[: x.size]
+    ok = np.isfinite(x[: g.size])
+    x, g = x[: g.size][ok], g[ok]
+    if x.size >= 2:
+        ordered = np.sort(x)
+        cut = math.floor(trim * x.size + 1e-9)
+        x = np.clip(x, ordered[cut], ordered[x.size - cut - 1])
+    members = [x[g == i] for i in range(count)]
+    members = [m for m in members if m.size >= 2]
+    if len(members) < 2:
+        return math.nan
+    pooled = np.concatenate(members)
+    grand = float(pooled.mean())
+    between = sum(m.size * (float(m.mean()) - grand) ** 2 for m in members) / (len(members) - 1)
+    within = sum(float(((m - m.mean()) ** 2).sum()) for m in members) / (pooled.size - len(members))
+    return between / within if within > 0 else math.nan
 
 
 def _hd(x: FloatArray, q: float) -> float:

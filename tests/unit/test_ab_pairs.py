@@ -257,6 +257,7 @@ def test_a_pair_disturbed_on_one_side_is_left_out_of_the_comparison_and_counted(
     assert test["paired"]["canary"]["quiet"] == 7
     # The kept pairs' orders: pair 2 (baseline first) is gone, so one fewer AB than BA.
     assert test["paired"]["order"] == ["AB", "BA", "BA", "AB", "BA", "AB", "BA"]
+    assert test["paired"]["worker_pair"] == [0] * 7
     assert all(r < 1.2 for r in test["paired"]["ratios"]["p50"])
     assert test["change"]["p50"]["ratio"] == pytest.approx(1.0, abs=0.03)
     assert document["run"]["rounds"] == 8  # type: ignore[index]
@@ -323,6 +324,20 @@ def test_a_regression_every_pair_of_workers_finds_rolls_back() -> None:
     )  # fmt: skip
     assert "found by each of the 3 pairs of worker processes" in reasons
     assert "p50 by worker pair: x1.499, x1.502, x1.501 (each needs x1.025)" in reasons
+    assert test["paired"]["worker_pair"] == [0, 1, 2, 0, 1, 2]
+
+
+def test_a_regression_one_process_carries_escalates_for_the_spread_between_pairs() -> None:
+    # One candidate process ran the test 1.3x slower for its whole life and the others 1.08x
+    # (each pair past its x1.025): the pooled p50 is DIFFERENT, but the worker pairs read apart
+    # far beyond what their window pairs spread, so it does not stand.
+    test, reasons = decided(
+        measured(1.0, 12, 5, stop="max_pairs", process_effect={0: 1.3, 1: 1.08, 2: 1.08})
+    )
+    assert test["change"]["p50"]["outcome"] == "different"
+    assert (test["decision"], test["confirmation"]["state"]) == ("escalate", "inconclusive")
+    assert "but not beyond the spread between the 3 pairs of worker processes" in reasons
+    assert "p50 with the worker pairs' spread (variance x" in reasons
 
 
 def test_a_regression_one_pair_of_workers_does_not_find_escalates() -> None:

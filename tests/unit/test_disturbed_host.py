@@ -104,26 +104,21 @@ def test_the_recorded_windows_are_the_kept_pairs_of_the_rollback(case: str) -> N
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_recorded_a_a_regression_escalates_on_the_busy_host(case: str) -> None:
+def test_the_recorded_a_a_regressions_escalate_on_any_host_for_the_worker_pairs_spread(
+    case: str,
+) -> None:
+    # Laid out on three worker pairs in turn, the kept pairs' worker pairs read p50 apart by more
+    # than their window pairs allow (stop 41's rule, ``gate.paired_looks.with_worker_spread``):
+    # each pair reaches its x1.025, but the pooled p50 is not DIFFERENT with that spread in its
+    # interval, on a quiet host as on the busy one.
     _, dropped, seen = CASES[case]
-    decision, reasons = decide(with_drops(*recorded(case), dropped=dropped))
-    assert decision == "escalate", reasons
-    assert seen in reasons
-    assert f"on a busy host (the canary dropped {dropped} of {24 + dropped} window pairs" in reasons
-    assert (
-        "only a change whose interval clears x1.18 at p50, found by every pair of worker processes, rolls back"
-        in reasons
-    )
-    assert "the host, not necessarily the code" in reasons
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_same_windows_on_a_host_left_mostly_quiet_still_roll_back(case: str) -> None:
-    # What the rule changes: the kept pairs alone establish the p50 in every worker pair.
-    for dropped in (0, 11):
-        decision, reasons = decide(with_drops(*recorded(case), dropped=dropped))
-        assert decision == "rollback", (dropped, reasons)
-        assert "found by each of the 3 pairs of worker processes" in reasons
+    for drops in (0, 4, dropped):
+        decision, reasons = decide(with_drops(*recorded(case), dropped=drops))
+        assert decision == "escalate", (drops, reasons)
+        assert seen in reasons
+        assert "but not beyond the spread between the 3 pairs of worker processes" in reasons
+        assert "p50 with the worker pairs' spread (variance x" in reasons
+        assert "the processes differ, not necessarily the code" in reasons
 
 
 def test_with_one_worker_pair_the_rule_holds_too() -> None:
@@ -174,8 +169,14 @@ def test_a_gross_slowdown_on_the_mostly_disturbed_host_rolls_back(seed: int) -> 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_ten_percent_slowdown_there_escalates_and_rolls_back_on_a_quiet_host(seed: int) -> None:
     base, cand = synthetic(1.10, seed)
-    assert decide(with_drops(base, cand, dropped=24))[0] == "escalate"
-    assert decide(with_drops(base, cand, dropped=4))[0] == "rollback"
+    decision, reasons = decide(with_drops(base, cand, dropped=24))
+    assert decision == "escalate", reasons
+    assert "on a busy host (the canary dropped 24 of 48 window pairs" in reasons
+    assert "x1.18 at p50, found by every pair of worker processes, rolls back" in reasons
+    assert "the host, not necessarily the code" in reasons
+    decision, reasons = decide(with_drops(base, cand, dropped=4))
+    assert decision == "rollback", reasons
+    assert "found by each of the 3 pairs of worker processes" in reasons
 
 
 # ------------------------------------------------------------------ the stop rules measure on
@@ -186,15 +187,23 @@ def look_again(test: TestWindows, worker_pairs: int = 3) -> bool:
     return rule(NODEID, base, cand, test.kept_worker_pairs, len(test.dropped))
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_on_the_busy_host_the_stop_rule_measures_on_past_a_regression_short_of_the_floor(
-    case: str,
+    seed: int,
 ) -> None:
-    # The recorded look stopped the alternation in the run; on the busy host it no longer does
-    # (at the cap the test escalates, as decided above), and on a host left mostly quiet it does.
-    dropped = CASES[case][1]
-    assert look_again(with_drops(*recorded(case), dropped=dropped)) is True
-    assert look_again(with_drops(*recorded(case), dropped=4)) is False
+    # A +10% found by every worker pair: on the busy host the rule measures on (at the cap the
+    # test escalates, as decided above), and on a host left mostly quiet it stops.
+    base, cand = synthetic(1.10, seed)
+    assert look_again(with_drops(base, cand, dropped=24)) is True
+    assert look_again(with_drops(base, cand, dropped=4)) is False
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_stop_rule_measures_on_past_the_recorded_regressions_on_any_host(case: str) -> None:
+    # The recorded look stopped the alternation in the run; with the worker pairs' spread in the
+    # interval it is not DIFFERENT, so the rule measures on whatever the host.
+    for drops in (4, CASES[case][1]):
+        assert look_again(with_drops(*recorded(case), dropped=drops)) is True
 
 
 def noisy(change: float, seed: int, pairs: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -217,9 +226,6 @@ def test_a_gross_slowdown_found_short_of_the_floor_is_measured_until_it_clears_i
     p50 = look["p50"].comparison
     assert p50.outcome == "different" and 1.0 < p50.ci.low < 1.0 + PAIRED_PROCESS_FLOOR["p50"]
     assert look_again(at_12) is True
-    assert (
-        look_again(with_drops(base[:12], cand[:12], dropped=0)) is False
-    )  # on a quiet host it stops
     assert look_again(with_drops(base, cand, dropped=16)) is False
     decision, reasons = decide(with_drops(base, cand, dropped=16))
     assert decision == "rollback", reasons

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from pytest_roofline.errors import ConfigError, RooflineWarning
 from pytest_roofline.stats.paired import (
@@ -14,6 +15,7 @@ from pytest_roofline.stats.paired import (
     PairedComparison,
     abba_order,
     apply_bh_paired,
+    between_group_variance_ratio,
     compare_paired,
     min_round_samples,
     trimmed_mean_interval,
@@ -310,3 +312,37 @@ def test_compare_paired_validates_its_input() -> None:
         compare_paired([*base[:3], np.array([1.0, math.nan])], cand, 0.95, delta=0.05)
     with pytest.raises(ConfigError, match="strictly between 0 and 1"):
         compare_paired(base, cand, 1.5, delta=0.05)
+
+
+# ------------------------------------------------------------ between_group_variance_ratio
+def test_between_group_variance_ratio_is_an_f_statistic_without_group_offsets() -> None:
+    # 32 values in three groups in turn, no offsets: the ratio follows F(2, 29); the 95th
+    # percentile is crossed about 5% of the time (winsorizing 20% barely moves it).
+    rng = np.random.default_rng(3)
+    groups = [i % 3 for i in range(32)]
+    ratios = np.array(
+        [between_group_variance_ratio(rng.normal(0, 0.1, 32), groups, 3) for _ in range(2000)]
+    )
+    crossed = float(np.mean(ratios > scipy.stats.f.ppf(0.95, 2, 29)))
+    assert 0.03 < crossed < 0.08, crossed
+    assert 0.8 < float(np.mean(ratios)) < 1.2
+
+
+def test_between_group_variance_ratio_grows_with_one_groups_offset() -> None:
+    rng = np.random.default_rng(4)
+    groups = [i % 3 for i in range(32)]
+    values = rng.normal(0, 0.1, 32) + np.where(np.array(groups) == 0, 0.25, 0.0)
+    # E[MSB] = sigma^2 + n0 tau^2: about 1 + 10.7 * 0.0139 / 0.01 = 16 here.
+    assert between_group_variance_ratio(values, groups, 3) > 8
+
+
+def test_between_group_variance_ratio_leaves_out_what_it_cannot_use() -> None:
+    # NaN values are left out; a group with one value left is left out; one group is no ratio.
+    assert math.isnan(between_group_variance_ratio([0.1, 0.2, 0.3], [0, 0, 0], 3))
+    with_nan = between_group_variance_ratio(
+        [0.0, 0.1, math.nan, 0.02, 0.12, 0.5], [0, 1, 2, 0, 1, 2], 3, trim=0.0
+    )
+    assert with_nan == pytest.approx(
+        between_group_variance_ratio([0.0, 0.1, 0.02, 0.12], [0, 1, 0, 1], 2, trim=0.0)
+    )
+    assert math.isnan(between_group_variance_ratio([0.1, 0.1, 0.2, 0.2], [0, 0, 1, 1], 2))
