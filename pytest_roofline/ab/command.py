@@ -70,6 +70,7 @@ from pytest_roofline.ab.workers import (
     WindowSettings,
     WorkerError,
     pair_order,
+    pair_orders,
     usable_cpus,
 )
 from pytest_roofline.errors import AbError
@@ -340,14 +341,14 @@ def run_ab(options: AbOptions, *, log: Callable[[str], None] = lambda line: None
     )
     wall_s = time.perf_counter() - wall_start
     probes = {side: workers.final_probes.get(side) or collected[side].probe for side in SIDES}
-    pairs_run = max((t.pairs for t in tests.values()), default=0)
+    longest = max(tests.values(), key=lambda t: t.pairs, default=None)
     facts = PairedRun(
         baseline_ref=options.baseline_ref,
         baseline_commit=plan.base_commit,
         candidate_commit=plan.cand_commit,
         candidate_dirty=plan.dirty,
         rounds=plan.rounds,
-        order=tuple("AB" if pair_order(p)[0] == "baseline" else "BA" for p in range(pairs_run)),
+        order=tuple(pair_orders(longest.windows)) if longest is not None else (),
         budget_s=plan.budget_s,
         budget_per_round_s=settings.window_s,
         setup=plan.setup,

@@ -267,3 +267,21 @@ def test_the_stop_rule_is_told_how_many_pairs_the_canary_dropped() -> None:
     # look at three kept; pair 6 makes four kept, the cap: no look there.
     assert looks == [(2, 0), (3, 2)]
     assert (test.pairs, test.dropped) == (7, (1, 3, 5))
+
+
+def test_the_kept_pairs_hold_both_orders_alike_when_the_canary_drops_pairs() -> None:
+    # The canary drops every second pair run (1, 3, 5). Alternating by pair number would have
+    # kept pairs 0, 2, 4 and 6, all baseline first; choosing each pair's order from the kept
+    # ones keeps two of each.
+    workers, _ = recording(pairs=4, min_pairs=2, replacements=4, worker=DisturbedWorker)
+    (test,) = workers.measure_tests(ids("a"), decide()).values()
+    assert test.dropped == (1, 3, 5)
+    assert sorted(test.kept_order) == ["AB", "AB", "BA", "BA"]
+    assert test.kept_order[0] == "AB"
+
+
+def test_with_no_pair_dropped_the_order_is_abba() -> None:
+    workers, _ = recording(pairs=6, min_pairs=2)
+    (test,) = workers.measure_tests(ids("a"), decide()).values()
+    assert test.dropped == ()
+    assert test.kept_order == ("AB", "BA", "AB", "BA", "AB", "BA")
