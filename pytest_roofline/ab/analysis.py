@@ -288,8 +288,8 @@ class AssessedStop:
     one that is not would stay UNKNOWN (insufficient) whatever the pairs, and waiting for it
     would run every test to the maximum. p50 is always watched. The alternation stops at the
     first look where every assessed quantile is SAME, or where one is DIFFERENT, every worker
-    pair agrees (:func:`pytest_roofline.gate.worker_agreement.worker_agreement`) and it stands
-    on the window pairs the host left steady
+    pair agrees and it stands with the spread between them (:func:`agreement`) and on the
+    window pairs the host left steady
     (:func:`pytest_roofline.gate.paired_looks.rests_on_unsteady_pairs`); a DIFFERENT that one
     worker pair does not see, or that only unsteady pairs carry, goes on (going on after a
     crossed boundary only lowers the chance of a final DIFFERENT). So does one that a busy host
@@ -490,14 +490,16 @@ def agreed_regression(
     alpha: float,
 ) -> Confirmation | None:
     """A regression the pooled window pairs found (some gated quantile DIFFERENT), confirmed
-    only if every one of the ``count`` worker pairs found it too (:func:`agreement`) and it
-    still stands on the window pairs the host left steady
+    only if every one of the ``count`` worker pairs found it too, it stands with the spread
+    between them in its interval (:func:`agreement`) and it still stands on the window pairs
+    the host left steady
     (:func:`pytest_roofline.gate.paired_looks.steady_look`); ``None`` when nothing regressed,
     or when one worker pair measured everything and the regression stands (the pooled look
     decides).
 
-    A worker pair that does not reach its share of the margin leaves the test ``inconclusive``
-    (escalated, ``disputed``): the processes differ, not necessarily the code. So does a
+    A worker pair that does not reach its share of the margin, or worker pairs that read apart
+    beyond their window pairs' spread, leave the test ``inconclusive`` (escalated,
+    ``disputed``): the processes differ, not necessarily the code. So does a
     regression that rests on unsteady pairs, or one short of the process floor on a host the
     canary read busy (a third or more of the pairs dropped)
     (:func:`pytest_roofline.gate.confirm.host_disturbed_dispute`): the host, not necessarily
@@ -538,7 +540,8 @@ def agreed_regression(
         )
         found = replace(found, reason=f"{found.reason}{by_pairs}")
         return host_disturbed_dispute(found, agreed.agreed, replicated=count > 1) or found
-    # Every pair reached its share but the spread between them leaves the regression open.
+    # Where some quantile reached every pair's share, the spread between the pairs is what
+    # left it open: name that (the per-pair estimates of the others are in describe() too).
     short_of = "not beyond the spread between" if agreed.spread else "not by every one of"
     nor_steady = (
         f"; nor on the steady window pairs alone ({steady.describe(different)})"

@@ -288,9 +288,10 @@ class WorkerSpreadLook:
     """A look's regressed quantiles decided again with the spread between the pairs of worker
     processes in their interval (:func:`with_worker_spread`).
 
-    :ivar comparisons: each quantile re-decided at the look's boundary.
+    :ivar comparisons: each quantile re-decided at the look's boundary (its ``ci``, ``outcome``
+        and ``verdict`` widened; ``se_log`` and ``mde`` stay the pooled look's).
     :ivar factors: each quantile's variance factor (1: the worker pairs agree within the window
-        pairs' own spread, the look stands as it was).
+        pairs' own spread, or it could not be read, and the look stands as it was).
     """
 
     comparisons: Mapping[str, PairedComparison]
@@ -302,12 +303,12 @@ class WorkerSpreadLook:
         return c is not None and c.comparison.outcome == "different"
 
     def describe(self, name: str) -> str:
-        """``p50 with the worker pairs' spread (variance x6.2 the window pairs'): x1.099
-        [0.958, 1.261] UNKNOWN``."""
+        """``p99 with the worker pairs' spread (variance x4.6): x1.141 [0.876, 1.326]
+        UNKNOWN``."""
         c = self.comparisons[name].comparison
         return (
-            f"{name} with the worker pairs' spread (variance x{self.factors[name]:.1f} the window "
-            f"pairs'): x{c.ratio:.3f} [{c.ci.low:.3f}, {c.ci.high:.3f}] {c.outcome.upper()}"
+            f"{name} with the worker pairs' spread (variance x{self.factors[name]:.1f}): "
+            f"x{c.ratio:.3f} [{c.ci.low:.3f}, {c.ci.high:.3f}] {c.outcome.upper()}"
         )
 
 
@@ -321,19 +322,23 @@ def with_worker_spread(
     final: bool,
 ) -> WorkerSpreadLook:
     """Each quantile of ``look`` (in ``margins``) decided again at the look's boundary with its
-    standard error widened by the worker pairs' spread.
+    variance widened by the spread between the worker pairs.
 
     ``ab`` gives a test's window pairs to its pairs of worker processes in turn. The pooled
     interval treats the window pairs as independent; if a process runs the test off for its
-    whole life (a layout it drew once: docs/paired.md, "Process-level bias"), the window pairs
-    of one worker pair share that offset and the pooled interval is too narrow. So the variance
-    of the pooled estimate is taken as the larger of the window pairs' and the worker pairs'
-    (:func:`pytest_roofline.stats.paired.between_group_variance_ratio`: the one-way ANOVA's
-    between- over within-group mean square, a cluster design effect). Where the worker pairs
-    agree within the window pairs' spread (the ratio is at most 1) nothing changes.
+    whole life (a draw the heap shift per window does not reach: docs/paired.md, "Stop 41"),
+    the window pairs of one worker pair share that offset and the pooled interval is too narrow.
+    So the pooled variance is multiplied by the design effect of the worker pairs
+    (:func:`pytest_roofline.stats.paired.cluster_design_effect`, the between-worker-pair over
+    the total mean square of the window pairs' log ratios) where it is above 1. The degrees of
+    freedom stay the pooled look's: with three worker pairs an estimate of the spread has two,
+    and a t quantile on two would leave no regression short of several-fold decidable; the
+    rule's false-alarm rate and power are calibrated by simulation instead
+    (``benchmarks/worker_spread_sim.py``).
 
     :param worker_pairs: the worker pair (0-based) of every window pair of the look, in order.
     :param count: how many worker pairs took window pairs (``ab.worker_pairs``).
+    :raises ValueError: ``worker_pairs`` does not name one worker pair per window pair.
     """
     comparisons: dict[str, PairedComparison] = {}
     factors: dict[str, float] = {}
@@ -341,14 +346,13 @@ def with_worker_spread(
         found = look.get(name)
         if found is None:
             continue
-        factor = max(
-            1.0,
-            paired.between_group_variance_ratio(
-                [math.log(r) if r > 0 else math.nan for r in found.round_ratios],
-                worker_pairs[: len(found.round_ratios)],
-                count,
-            ),
-        )
+        if len(worker_pairs) != len(found.round_ratios):
+            raise ValueError(
+                f"{len(worker_pairs)} worker pairs named for {len(found.round_ratios)} window pairs"
+            )
+        logs = [math.log(r) if r > 0 else math.nan for r in found.round_ratios]
+        effect = paired.cluster_design_effect(logs, worker_pairs, count)
+        factor = effect if math.isfinite(effect) and effect > 1.0 else 1.0
         factors[name] = factor
         estimate = Estimate.from_paired(found)
         if factor == 1.0 or not math.isfinite(estimate.se_log):

@@ -7,6 +7,9 @@ pair that shifts every window pair it measures, and so the pooled comparison by 
 regression the pooled comparison establishes (a quantile DIFFERENT) rolls back only when every
 worker pair, on its own window pairs, puts that quantile at least :data:`AGREEMENT_SHARE` of the
 margin above 1 (in log units). A real change moves every process; a process's draw moves one.
+For a test whose window pairs spread widely, the other pairs reach that share by chance, so
+since stop 41 the regression must also stand with the spread between the worker pairs in its
+interval (:meth:`Agreement.standing`, :func:`pytest_roofline.gate.paired_looks.with_worker_spread`).
 
 This replaces measuring a regressed test again, start to finish, on two fresh pairs of workers
 after the first (``gate.confirm.replicated``, still how a two-run session's confirmation is

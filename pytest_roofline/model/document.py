@@ -332,7 +332,7 @@ class PairedTest(Record):
     (docs/paired.md, "The first window of a pair"), which ABBA cancels only when both orders
     are kept alike; ``worker_pair`` the pair of worker processes (0-based) that measured each
     kept pair, so a reader can compare the processes (a regression rolls back only if it stands
-    without any one of them: docs/paired.md, "Process-level bias").
+    with the spread between them in its interval: docs/paired.md, "Stop 41").
     """
 
     _OMIT_IF_NONE = ("pairs", "pairs_dropped", "stop", "order", "worker_pair")

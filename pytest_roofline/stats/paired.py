@@ -47,7 +47,7 @@ __all__ = [
     "Side",
     "abba_order",
     "apply_bh_paired",
-    "between_group_variance_ratio",
+    "cluster_design_effect",
     "compare_paired",
     "min_round_samples",
     "trimmed_mean_interval",
@@ -201,46 +201,51 @@ def trimmed_mean_interval(
     return mean, se, h - 1
 
 
-def between_group_variance_ratio(
+def cluster_design_effect(
     values: Sequence[float], groups: Sequence[int], count: int, *, trim: float = DEFAULT_TRIM
 ) -> float:
-    """The one-way ANOVA's between-group over within-group mean square of ``values``
-    (non-finite ones left out), winsorized at ``trim`` as :func:`trimmed_mean_interval`.
+    """By how much group offsets widen the variance of the grand mean of ``values`` beyond what
+    their overall spread says: the one-way ANOVA's between-group mean square over the total
+    mean square (non-finite values left out), winsorized at ``trim`` as
+    :func:`trimmed_mean_interval`.
 
-    With ``N`` values in ``k`` groups, the variance of their grand mean is about the within-group
-    mean square over ``N`` when groups share nothing, and the between-group mean square over
-    ``N`` when each group carries an offset of its own (a random-effects, or cluster, design:
-    ``E[MSB] = sigma**2 + n0 * tau**2``). So the ratio is the factor by which group offsets
-    widen the grand mean's variance (the design effect); about 1 (an F statistic with ``k - 1``
-    and ``N - k`` degrees of freedom) when there are none. Groups with fewer than two values
-    are left out; ``nan`` when fewer than two groups remain or the values within groups do not
-    spread.
+    :func:`trimmed_mean_interval`'s standard error comes from the values' total spread, which
+    treats them as independent: about ``MS_total / N``. When each group carries an offset of its
+    own (a random-effects, or cluster, design), the grand mean's variance is about
+    ``MS_between / N`` instead (``E[MS_between] = sigma**2 + n0 * tau**2``, with ``n0`` about the
+    values per group), so the ratio is the factor to widen that variance by: the design effect,
+    about ``1 + (n0 - 1) * rho`` for an intra-group correlation ``rho``. It is at most
+    ``(N - 1) / (k - 1)`` (every value equal to its group's mean) and 1 or less on average when
+    there are no offsets. A group of one value counts (it carries a between-group difference);
+    ``nan`` when fewer than two groups hold values or the values do not spread at all.
 
-    :param groups: each value's group (0-based, below ``count``).
+    :param groups: each value's group (0-based, below ``count``), one per value.
+    :raises ValueError: ``groups`` and ``values`` differ in length.
 
     >>> agree = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0]
-    >>> round(between_group_variance_ratio(agree, [0, 1, 2] * 2, 3, trim=0.0), 3)
-    0.643
-    >>> between_group_variance_ratio([0.3, 0.0, 0.0, 0.32, 0.01, 0.02], [0, 1, 2] * 2, 3) > 10
+    >>> round(cluster_design_effect(agree, [0, 1, 2] * 2, 3, trim=0.0), 3)
+    0.75
+    >>> cluster_design_effect([0.3, 0.0, 0.0, 0.32, 0.01, 0.02], [0, 1, 2] * 2, 3) > 2
     True
     """
+    if len(groups) != len(values):
+        raise ValueError(f"{len(groups)} groups named for {len(values)} values")
     x = np.asarray(values, dtype=np.float64)
-    g = np.asarray(groups, dtype=np.int64)[: x.size]
-    ok = np.isfinite(x[: g.size])
-    x, g = x[: g.size][ok], g[ok]
+    g = np.asarray(groups, dtype=np.int64)
+    ok = np.isfinite(x)
+    x, g = x[ok], g[ok]
     if x.size >= 2:
         ordered = np.sort(x)
         cut = math.floor(trim * x.size + 1e-9)
         x = np.clip(x, ordered[cut], ordered[x.size - cut - 1])
-    members = [x[g == i] for i in range(count)]
-    members = [m for m in members if m.size >= 2]
+    members = [m for m in (x[g == i] for i in range(count)) if m.size]
     if len(members) < 2:
         return math.nan
     pooled = np.concatenate(members)
     grand = float(pooled.mean())
     between = sum(m.size * (float(m.mean()) - grand) ** 2 for m in members) / (len(members) - 1)
-    within = sum(float(((m - m.mean()) ** 2).sum()) for m in members) / (pooled.size - len(members))
-    return between / within if within > 0 else math.nan
+    total = float(((pooled - grand) ** 2).sum()) / (pooled.size - 1)
+    return between / total if total > 0 else math.nan
 
 
 def _hd(x: FloatArray, q: float) -> float:

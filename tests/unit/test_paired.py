@@ -15,7 +15,7 @@ from pytest_roofline.stats.paired import (
     PairedComparison,
     abba_order,
     apply_bh_paired,
-    between_group_variance_ratio,
+    cluster_design_effect,
     compare_paired,
     min_round_samples,
     trimmed_mean_interval,
@@ -314,35 +314,41 @@ def test_compare_paired_validates_its_input() -> None:
         compare_paired(base, cand, 1.5, delta=0.05)
 
 
-# ------------------------------------------------------------ between_group_variance_ratio
-def test_between_group_variance_ratio_is_an_f_statistic_without_group_offsets() -> None:
-    # 32 values in three groups in turn, no offsets: the ratio follows F(2, 29); the 95th
-    # percentile is crossed about 5% of the time (winsorizing 20% barely moves it).
+# ------------------------------------------------------------------ cluster_design_effect
+def test_the_design_effect_without_group_offsets_is_an_f_statistic_rescaled() -> None:
+    # 32 values in three groups in turn, no offsets: MSB / MSW follows F(2, 29), and the design
+    # effect MSB / MS_total = F (N - 1) / ((k - 1) F + N - k) crosses its image of F's 95th
+    # percentile about 5% of the time (winsorizing 20% barely moves it); on average it is 1.
     rng = np.random.default_rng(3)
     groups = [i % 3 for i in range(32)]
-    ratios = np.array(
-        [between_group_variance_ratio(rng.normal(0, 0.1, 32), groups, 3) for _ in range(2000)]
+    effects = np.array(
+        [cluster_design_effect(rng.normal(0, 0.1, 32), groups, 3) for _ in range(2000)]
     )
-    crossed = float(np.mean(ratios > scipy.stats.f.ppf(0.95, 2, 29)))
+    f95 = scipy.stats.f.ppf(0.95, 2, 29)
+    crossed = float(np.mean(effects > f95 * 31 / (2 * f95 + 29)))
     assert 0.03 < crossed < 0.08, crossed
-    assert 0.8 < float(np.mean(ratios)) < 1.2
+    assert 0.8 < float(np.mean(effects)) < 1.2
 
 
-def test_between_group_variance_ratio_grows_with_one_groups_offset() -> None:
+def test_the_design_effect_grows_with_one_groups_offset() -> None:
     rng = np.random.default_rng(4)
     groups = [i % 3 for i in range(32)]
     values = rng.normal(0, 0.1, 32) + np.where(np.array(groups) == 0, 0.25, 0.0)
-    # E[MSB] = sigma^2 + n0 tau^2: about 1 + 10.7 * 0.0139 / 0.01 = 16 here.
-    assert between_group_variance_ratio(values, groups, 3) > 8
+    # E[MSB] = 0.01 + 10.7 * 0.0139 = 0.158 against a total mean square of about 0.02: about 8.
+    assert cluster_design_effect(values, groups, 3) > 4
 
 
-def test_between_group_variance_ratio_leaves_out_what_it_cannot_use() -> None:
-    # NaN values are left out; a group with one value left is left out; one group is no ratio.
-    assert math.isnan(between_group_variance_ratio([0.1, 0.2, 0.3], [0, 0, 0], 3))
-    with_nan = between_group_variance_ratio(
-        [0.0, 0.1, math.nan, 0.02, 0.12, 0.5], [0, 1, 2, 0, 1, 2], 3, trim=0.0
-    )
+def test_the_design_effect_at_its_limits() -> None:
+    # Every value at its group's mean: all the spread is between groups, (N - 1) / (k - 1).
+    assert cluster_design_effect([0.1, 0.1, 0.2, 0.2], [0, 0, 1, 1], 2) == pytest.approx(3.0)
+    # A group of one value counts; one group alone, or no spread at all, reads nothing.
+    assert math.isfinite(cluster_design_effect([0.1, 0.2, 0.3], [0, 0, 1], 3))
+    assert math.isnan(cluster_design_effect([0.1, 0.2, 0.3], [0, 0, 0], 3))
+    assert math.isnan(cluster_design_effect([0.5, 0.5, 0.5], [0, 1, 2], 3))
+    # NaN values (a window pair too short for the quantile) are left out.
+    with_nan = cluster_design_effect([0.0, 0.1, math.nan, 0.02, 0.12], [0, 1, 2, 0, 1], 3, trim=0.0)
     assert with_nan == pytest.approx(
-        between_group_variance_ratio([0.0, 0.1, 0.02, 0.12], [0, 1, 0, 1], 2, trim=0.0)
+        cluster_design_effect([0.0, 0.1, 0.02, 0.12], [0, 1, 0, 1], 2, trim=0.0)
     )
-    assert math.isnan(between_group_variance_ratio([0.1, 0.1, 0.2, 0.2], [0, 0, 1, 1], 2))
+    with pytest.raises(ValueError, match="2 groups named for 3 values"):
+        cluster_design_effect([0.1, 0.2, 0.3], [0, 1], 2)
