@@ -734,6 +734,8 @@ def _analyse(
                 drift=None,
                 replay=None,
                 design="paired",
+                pairs_run=given.facts.pairs,
+                pairs_dropped=given.facts.pairs_dropped or 0,
             )
             # The roofline placement follows the paired p50 whether or not p50 is gated.
             p50 = found.get("p50") or paired.compare_paired(

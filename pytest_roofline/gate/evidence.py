@@ -293,6 +293,10 @@ class TestEvidence:
     # Declared amounts of one call's work that differ from the baseline's at the same precision
     # ({"bytes_moved": (baseline, candidate)}): the two runs timed different workloads.
     work_change: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # A paired run's window pairs of this test: how many ran, and how many of them the host
+    # canary dropped as disturbed (None: not a paired run).
+    pairs_run: int | None = None
+    pairs_dropped: int = 0
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:

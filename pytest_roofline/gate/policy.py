@@ -33,6 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_roofline.gate.confirm import busy_host
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
@@ -215,6 +216,28 @@ def _unknown(name: str, c: QuantileComparison, margin: GateMargin | None) -> str
         f"{name} {_ci(c)}: UNKNOWN: a change of +{c.delta:.0%} is neither seen nor ruled out "
         f"after the sampling cap; the smallest change detectable here is {detectable}"
     )
+
+
+def _host_left_open(e: TestEvidence) -> str:
+    """What the host canary saw while an UNKNOWN quantile was measured, when it saw the host
+    busy: the reader should know that other work on the machine, as likely as the code, kept
+    the comparison open (empty when the canary saw nothing of note).
+
+    A paired run counts as busy when the canary dropped a third or more of the test's window
+    pairs (:func:`pytest_roofline.gate.confirm.busy_host`): under the bursty neighbour of
+    ``benchmarks/neighbour.py`` nearly every test does, and the pairs left are the noisier."""
+    if e.design == "paired" and busy_host(e.pairs_run, e.pairs_dropped):
+        return (
+            f"; the host was busy: the host canary dropped {e.pairs_dropped} of {e.pairs_run} "
+            "window pairs as disturbed, so other work on this machine, as likely as the code, "
+            "left it open: run it again when the machine is quiet"
+        )
+    if e.host is not None and e.host.state == "disturbed":
+        return (
+            f"; the host was disturbed during the test ({e.host.reason}): run it again when the "
+            "machine is quiet"
+        )
+    return ""
 
 
 def _regression(
@@ -748,7 +771,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 escalate.append(f"p50 could not be compared: {c.reason}")
                 missing.append("samples for the p50 comparison")
         elif c.outcome == "unknown":
-            text = _unknown(name, c, margin)
+            text = _unknown(name, c, margin) + _host_left_open(e)
             if not _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
                 confirmation = e.confirmation
                 escalate.append(

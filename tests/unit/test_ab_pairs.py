@@ -399,3 +399,29 @@ def test_the_stop_rule_goes_on_while_a_pair_of_workers_does_not_find_the_regress
     found = paired.compare_paired(base, cand, 0.5, delta=margins["p50"], alpha=gate.alpha)
     assert found.comparison.ratio > 1.2  # the pooled pairs see a regression...
     assert rule(NODEID, base, cand, groups) is True  # ...that pair 3 does not: more pairs
+
+
+@pytest.mark.parametrize(("dropped", "busy"), [((0, 3, 6, 9), True), ((0,), False)])
+def test_an_unknown_test_on_a_busy_host_says_so(dropped: tuple[int, ...], busy: bool) -> None:
+    """Unchanged code whose window pairs spread too widely to be called SAME escalates at the
+    cap; with a third or more of its pairs dropped by the canary, its reason says the host was
+    busy (stop 42: under the bursty neighbour such reasons said only UNKNOWN)."""
+    rng = np.random.default_rng(42)
+    all_windows = [
+        window
+        for pair in range(12)
+        for window in pair_windows(
+            pair,
+            1e-3 * rng.lognormal(0, 0.02, 60),
+            1e-3 * rng.lognormal(rng.normal(0, 0.15), 0.02, 60),
+        )
+    ]
+    test = TestWindows(
+        NODEID, tuple(all_windows), pairs=12, stop="max_pairs", wall_s=1.0, dropped=dropped
+    )
+    gate = GateSettings()
+    decision, reasons = decide_one(test, ab_plan(gate, ab_windows(12, 1.0), 1), max_pairs=12)
+    assert decision == "escalate", reasons
+    assert "UNKNOWN" in reasons
+    host = f"the host was busy: the host canary dropped {len(dropped)} of 12 window pairs"
+    assert (host in reasons) is busy, reasons

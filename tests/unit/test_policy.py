@@ -367,3 +367,48 @@ def test_a_run_level_escalation_always_comes_with_a_next_step() -> None:
         {"a": "ship"}, common_mode=None, common_mode_threshold=0.35, run_reasons=("round 2 failed",)
     )
     assert plain.decision == "escalate" and len(plain.next_steps) == 1
+
+
+UNKNOWN_P95 = comparison("not detected", 1.01, 0.91, 1.07, mde=0.14)
+
+
+def test_a_paired_unknown_on_a_busy_host_says_the_host_left_it_open() -> None:
+    """Stop 42: under the bursty neighbour an unchanged test escalated at the cap with 21 of 48
+    window pairs dropped, and its reason said only UNKNOWN: the reader could not tell the
+    machine, not the code, kept it open."""
+    found = decide_test(
+        evidence(comparisons={"p95": UNKNOWN_P95}, design="paired", pairs_run=48, pairs_dropped=21)
+    )
+    assert found.decision == "escalate"
+    assert any(
+        "UNKNOWN" in r
+        and "the host was busy: the host canary dropped 21 of 48 window pairs as disturbed" in r
+        for r in found.reasons
+    ), found.reasons
+
+
+@pytest.mark.parametrize(("pairs", "dropped"), [(48, 15), (32, 0), (None, 0)])
+def test_a_paired_unknown_on_a_host_not_busy_names_no_host(pairs: int | None, dropped: int) -> None:
+    found = decide_test(
+        evidence(
+            comparisons={"p95": UNKNOWN_P95},
+            design="paired",
+            pairs_run=pairs,
+            pairs_dropped=dropped,
+        )
+    )
+    assert found.decision == "escalate"
+    assert not any("host" in r for r in found.reasons), found.reasons
+
+
+def test_a_two_run_unknown_on_a_disturbed_host_names_the_canary() -> None:
+    found = decide_test(
+        evidence(
+            comparisons={"p95": UNKNOWN_P95}, host=HostCheck("disturbed", "python canary x1.5")
+        )
+    )
+    assert found.decision == "escalate"
+    assert any(
+        "UNKNOWN" in r and "the host was disturbed during the test (python canary x1.5)" in r
+        for r in found.reasons
+    ), found.reasons
