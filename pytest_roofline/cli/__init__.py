@@ -184,12 +184,12 @@ def _ab_options(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         type=int,
         metavar="K",
-        help="alternating rounds, ABBA order (default 32; at least 3)",
+        help="alternating rounds, ABBA order (default 40; at least 3)",
     )
     parser.add_argument(
         "--budget",
         metavar="SECONDS",
-        help="measurement time per test and side over all rounds, e.g. 1 or 2s (default 2 s)",
+        help="measurement time per test and side over all rounds, e.g. 1 or 2s (default 2.5 s)",
     )
     parser.add_argument(
         "--worker-pairs",
