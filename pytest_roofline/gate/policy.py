@@ -221,18 +221,23 @@ def _unknown(name: str, c: QuantileComparison, margin: GateMargin | None) -> str
 def _host_left_open(e: TestEvidence) -> str:
     """What the host canary saw while an UNKNOWN quantile was measured, when it saw the host
     busy: the reader should know that other work on the machine, as likely as the code, kept
-    the comparison open (empty when the canary saw nothing of note).
+    the comparison open (empty when the canary saw nothing of note, or when a paired
+    confirmation's reason already names the busy host).
 
     A paired run counts as busy when the canary dropped a third or more of the test's window
     pairs (:func:`pytest_roofline.gate.confirm.busy_host`): under the bursty neighbour of
     ``benchmarks/neighbour.py`` nearly every test does, and the pairs left are the noisier."""
+    confirmation = e.confirmation
+    if confirmation is not None and confirmation.disputed and confirmation.dispute == "host":
+        return ""
     if e.design == "paired" and busy_host(e.pairs_run, e.pairs_dropped):
         return (
             f"; the host was busy: the host canary dropped {e.pairs_dropped} of {e.pairs_run} "
             "window pairs as disturbed, so other work on this machine, as likely as the code, "
             "left it open: run it again when the machine is quiet"
         )
-    if e.host is not None and e.host.state == "disturbed":
+    # In a paired run the dropped pairs are the canary's verdict, not one window's reading.
+    if e.design != "paired" and e.host is not None and e.host.state == "disturbed":
         return (
             f"; the host was disturbed during the test ({e.host.reason}): run it again when the "
             "machine is quiet"
@@ -771,7 +776,9 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 escalate.append(f"p50 could not be compared: {c.reason}")
                 missing.append("samples for the p50 comparison")
         elif c.outcome == "unknown":
-            text = _unknown(name, c, margin) + _host_left_open(e)
+            # The host is named once a test, on its first UNKNOWN.
+            host = "" if any("the host was" in r for r in escalate) else _host_left_open(e)
+            text = _unknown(name, c, margin) + host
             if not _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
                 confirmation = e.confirmation
                 escalate.append(

@@ -412,3 +412,30 @@ def test_a_two_run_unknown_on_a_disturbed_host_names_the_canary() -> None:
         "UNKNOWN" in r and "the host was disturbed during the test (python canary x1.5)" in r
         for r in found.reasons
     ), found.reasons
+
+
+def paired_unknown_reasons(dropped: int, **overrides: Any) -> list[str]:
+    """The reasons of a paired test whose p95 (and what ``overrides`` add) is UNKNOWN at the
+    cap, with ``dropped`` of its 48 window pairs dropped by the canary."""
+    fields: dict[str, Any] = {"comparisons": {"p95": UNKNOWN_P95}, **overrides}
+    found = decide_test(evidence(design="paired", pairs_run=48, pairs_dropped=dropped, **fields))
+    assert found.decision == "escalate"
+    return list(found.reasons)
+
+
+def test_the_busy_host_is_named_once_a_test_and_not_over_a_confirmation_that_names_it() -> None:
+    both = paired_unknown_reasons(
+        21, comparisons={"p50": replace(UNKNOWN_P95, quantile=0.5), "p95": UNKNOWN_P95}
+    )
+    assert sum("the host was busy" in r for r in both) == 1, both
+    disputed = Confirmation(
+        "inconclusive", "on a busy host (the canary dropped 21 of 48)", {}, disputed=True,
+        dispute="host",
+    )  # fmt: skip
+    found = paired_unknown_reasons(21, confirmation=disputed)
+    assert not any("the host was busy" in r for r in found), found
+
+
+def test_a_paired_unknown_names_no_single_windows_host_reading() -> None:
+    found = paired_unknown_reasons(2, host=HostCheck("disturbed", "python canary x1.5"))
+    assert not any("host was" in r for r in found), found
