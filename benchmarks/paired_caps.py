@@ -15,8 +15,12 @@ time of a run follows), and which worker pair ran a window once pairs were dropp
 disturbed host (the kept pairs' worker is taken as ``index % worker_pairs``; it matters only
 for a DIFFERENT's agreement).
 
+With ``--trims 0.2,0.3`` it replays each cap once per share of window pairs trimmed from each
+end of the per-pair log ratios (``ab``'s trimmed mean, ``stats.paired.DEFAULT_TRIM``), again on
+the same windows.
+
 Usage: python benchmarks/paired_caps.py [--caps 24,32,48] [--runs 10] [--window 0.0625]
-[--stores DIR] [--replay-only]
+[--stores DIR] [--replay-only] [--trims 0.2,0.3]
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pytest_roofline.ab.command import ab_windows
 from pytest_roofline.config.settings import AbSettings, GateSettings
 from pytest_roofline.gate.evidence import GATED_QUANTILES
 from pytest_roofline.gate.paired_looks import look_sizes, paired_look_detail
+from pytest_roofline.stats import paired
 from pytest_roofline.store import Store
 
 # ``ab`` with its fewest pairs raised to the largest cap: every test runs to it.
@@ -104,11 +109,21 @@ def decide(
     return ("ship" if not open_ else "escalate"), used, open_
 
 
-def replay(stores: Path, caps: list[int]) -> None:
-    """Every cap's decisions over the stored runs' tests, with Wilson intervals."""
+def use_trim(trim: float) -> None:
+    """Make ``trim`` the share every paired comparison trims: the keyword defaults of the two
+    functions ``ab``'s looks call (a replay harness; ``ab`` itself has no such setting)."""
+    for function in (paired.compare_paired, paired.cluster_design_effect):
+        assert function.__kwdefaults__ is not None
+        function.__kwdefaults__["trim"] = trim
+
+
+def replay(stores: Path, caps: list[int], label: str = "") -> list[str]:
+    """Every cap's decisions over the stored runs' tests, with Wilson intervals; returns the
+    decisions at the largest cap, test-run by test-run."""
     gate = GateSettings()
     tally = {cap: Counter[str]() for cap in caps}
     used: dict[int, list[int]] = {cap: [] for cap in caps}
+    last: list[str] = []
     why = {cap: Counter[str]() for cap in caps}
     for path in sorted(stores.glob("ab*.sqlite")):
         with Store.open(path, create=False) as store:
@@ -122,8 +137,12 @@ def replay(stores: Path, caps: list[int]) -> None:
                     decision, pairs, open_ = decide(base, cand, cap, len(tests), gate)
                     tally[cap][decision] += 1
                     used[cap].append(pairs)
+                    if cap == caps[-1]:
+                        last.append(decision)
                     if decision != "ship":
                         why[cap][f"{nodeid.rpartition('::')[2]}: {open_}"] += 1
+    if label:
+        print(f"\n{label}")
     print("| cap (pairs) | A/A test-trials | escalated (95% CI) | rolled back | mean pairs used |")
     print("|---|---|---|---|---|")
     for cap in caps:
@@ -138,6 +157,7 @@ def replay(stores: Path, caps: list[int]) -> None:
         )
     for cap in caps:
         print(f"cap {cap} non-ship: " + "; ".join(f"{k} x{v}" for k, v in why[cap].most_common()))
+    return last
 
 
 def main() -> None:
@@ -147,13 +167,28 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=0.0625, help="seconds per window")
     parser.add_argument("--stores", type=Path, help="where the runs' stores go (or are)")
     parser.add_argument("--replay-only", action="store_true", help="replay --stores as they are")
+    parser.add_argument("--trims", default="", help="replay at each trimmed share, e.g. 0.2,0.3")
     options = parser.parse_args()
     caps = sorted(int(c) for c in options.caps.split(","))
     stores = options.stores or Path(tempfile.mkdtemp(prefix="paired-caps-stores-"))
     stores.mkdir(parents=True, exist_ok=True)
     if not options.replay_only:
         measure(stores, options.runs, caps[-1], options.window)
-    replay(stores, caps)
+    if not options.trims:
+        replay(stores, caps)
+    first: tuple[float, list[str]] | None = None
+    for trim in (float(t) for t in options.trims.split(",") if t.strip()):
+        use_trim(trim)
+        decisions = replay(stores, caps, f"trim {trim:g}")
+        if first is None:
+            first = trim, decisions
+            continue
+        # Same windows, so the trims pair up test-run by test-run (McNemar's discordant pairs).
+        moved = Counter(zip(first[1], decisions, strict=True))
+        print(
+            f"cap {caps[-1]}, trim {first[0]:g} -> {trim:g}: "
+            + ", ".join(f"{a} -> {b} x{n}" for (a, b), n in sorted(moved.items()))
+        )
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@ pair-bootstrap interval, on A/A data and on changes injected into the candidate'
 
 Reads the window pairs that ``pytest-roofline ab`` stored (``--store``; e.g. the ``ab.sqlite``
 of a ``paired_process_bias.py`` scratch directory): every kept pair of every test of every
-paired run. For each test-run and scenario it decides p95 and p99 at the final look of ``ab``'s
+paired run. For each test-run and scenario it decides p50, p95 and p99 at the final look of ``ab``'s
 default plan (the same boundary and margins ``ab`` uses) in two ways:
 
 * ``per-pair``: ``ab``'s own comparison (:func:`pytest_roofline.gate.paired_looks.paired_look_detail`:
   the 20%-trimmed mean of the per-pair log ratios of Harrell-Davis quantiles, Yuen's t);
+* ``trim T`` (``--trims``): the per-pair rule with another share ``T`` of pairs trimmed from
+  each end (``ab`` trims 0.2);
 * ``pooled``: the log ratio of the two sides' quantiles over all kept pairs pooled, its
   standard error from ``--boot`` resamples of whole window pairs (pairs stay the unit of
   replication: both sides of a resampled pair go together), ``K - 1`` degrees of freedom.
@@ -22,6 +24,7 @@ Prints, per scenario, quantile and estimator, the outcomes (SAME / UNKNOWN / DIF
 the test-runs and the median interval width, and per test the A/A outcomes.
 
 Usage: python benchmarks/paired_tail_estimators.py STORE [STORE ...] [--boot 300] [--seed 1]
+       [--trims 0.1,0.3] [--no-pooled]
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ from pytest_roofline.ab.command import ab_windows
 from pytest_roofline.config.settings import AbSettings, GateSettings
 from pytest_roofline.gate.looks import decided_at_look
 from pytest_roofline.gate.paired_looks import paired_look_detail
+from pytest_roofline.stats.paired import compare_paired
 from pytest_roofline.stats.sequential import Estimate
 from pytest_roofline.store.sqlite import Store
 from pytest_roofline.vocabulary import QUANTILES
 
 Windows = list[np.ndarray]
-NAMES = ("p95", "p99")
+NAMES = ("p50", "p95", "p99")
 
 
 def _scale_calls(share: float, factor: float) -> Callable[[np.random.Generator, Windows], Windows]:
@@ -122,8 +126,16 @@ def main() -> None:
     parser.add_argument("stores", nargs="+", type=Path)
     parser.add_argument("--boot", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--trims", default="", help="other trimmed shares for the per-pair rule, e.g. 0.1,0.3"
+    )
+    parser.add_argument(
+        "--no-pooled", action="store_true", help="skip the pooled and linearised estimators"
+    )
     options = parser.parse_args()
-    rng = np.random.default_rng(options.seed)
+    rng = np.random.default_rng(options.seed)  # the injected changes
+    boot_rng = np.random.default_rng(options.seed + 1)  # so --no-pooled injects the same changes
+    trims = [float(t) for t in options.trims.split(",") if t.strip()]
     gate = GateSettings()
     margins = {name: paired_margin(gate, name) for name in NAMES}
     defaults = AbSettings()
@@ -150,20 +162,27 @@ def main() -> None:
                         base, cand, margins, plan, alpha=gate.alpha, final=True
                     )
                     for name, margin in margins.items():
+                        q = QUANTILES[name]
                         current = found[name].comparison
-                        estimate = pooled_estimate(base, cand, QUANTILES[name], options.boot, rng)
-                        pooled = decided_at_look(current, estimate, margin, boundary)
-                        linear = decided_at_look(
-                            current,
-                            linearised_estimate(base, cand, QUANTILES[name]),
-                            margin,
-                            boundary,
-                        )
-                        for label, result in (
-                            ("per-pair", current),
-                            ("pooled", pooled),
-                            ("linear", linear),
-                        ):
+                        results = [("per-pair", current)]
+                        for trim in trims:
+                            other = compare_paired(
+                                base, cand, q, delta=margin, alpha=gate.alpha, trim=trim
+                            )
+                            decided = decided_at_look(
+                                other.comparison, Estimate.from_paired(other), margin, boundary
+                            )
+                            results.append((f"trim {trim:g}", decided))
+                        if not options.no_pooled:
+                            pooled = pooled_estimate(base, cand, q, options.boot, boot_rng)
+                            linear = linearised_estimate(base, cand, q)
+                            results.append(
+                                ("pooled", decided_at_look(current, pooled, margin, boundary))
+                            )
+                            results.append(
+                                ("linear", decided_at_look(current, linear, margin, boundary))
+                            )
+                        for label, result in results:
                             key = (scenario, name, label)
                             tally[key][result.outcome] += 1
                             if result.ci.low > 0 and math.isfinite(result.ci.high):
