@@ -143,11 +143,13 @@ def main() -> None:
     widths: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     per_test: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for path in options.stores:
-        store = Store.open(path, create=False)
-        for run_id, record, _ in store.list_runs():
-            if record.design != "paired":
-                continue
-            runs = load_paired(store, run_id)
+        with Store.open(path, create=False) as store:
+            paired_runs = [
+                (run_id, load_paired(store, run_id))
+                for run_id, record, _ in store.list_runs()
+                if record.design == "paired"
+            ]
+        for _, runs in paired_runs:
             plan = ab_plan(gate, ab_windows(defaults.rounds, defaults.budget_s), len(runs))
             for nodeid, samples in runs.items():
                 base = list(samples.baseline)
@@ -166,6 +168,8 @@ def main() -> None:
                         current = found[name].comparison
                         results = [("per-pair", current)]
                         for trim in trims:
+                            if pairs - 2 * math.floor(trim * pairs) < 2:
+                                continue  # fewer than two pairs left: no interval
                             other = compare_paired(
                                 base, cand, q, delta=margin, alpha=gate.alpha, trim=trim
                             )

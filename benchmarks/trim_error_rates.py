@@ -8,7 +8,10 @@ pairs. This prints, per trimmed share, the chance over ``ab``'s looks (4, 6, ...
 default plan) that the repeated interval ever reads DIFFERENT on unchanged code, at the whole
 budget (``gate.alpha``) and at the share one comparison of a 10-test run gets (``alpha / 30``,
 the Bonferroni split of ``ab_plan``), and ever reads SAME when the change is exactly the +5%
-margin. Per-pair log ratios are normal (sd 0.08, as measured here) or Student t with 3 degrees
+margin: the gate's three-way rule (``sequential_power.decide``), so a DIFFERENT also needs the
+ratio at or past the margin, and each run goes on to the last look whatever it read before
+(an upper bound on the rate of a rule that stops at its first decision). Monte Carlo sd:
+``sqrt(p (1 - p) / sims)``, printed. Per-pair log ratios are normal (sd 0.08, as measured here) or Student t with 3 degrees
 of freedom (heavy tails) at the same scale.
 
 Usage: python benchmarks/trim_error_rates.py [--sims 20000] [--trims 0.2,0.25,0.3] [--seed 3]
@@ -20,14 +23,15 @@ import argparse
 import math
 
 import numpy as np
-from sequential_power import yuen
+from sequential_power import DIFFERENT, SAME, decide, yuen
 
 from pytest_roofline.gate.paired_looks import look_sizes
 from pytest_roofline.stats.sequential import SequentialPlan
 
 LOOKS = look_sizes(4, 40, 2)
 SD = 0.08
-MARGIN = math.log(1.05)
+MARGIN_SHARE = 0.05  # gate.min_effect at p50 and p95
+MARGIN = math.log1p(MARGIN_SHARE)
 
 
 def ratios(rng: np.random.Generator, theta: float, shape: str, sims: int) -> np.ndarray:
@@ -38,13 +42,15 @@ def ratios(rng: np.random.Generator, theta: float, shape: str, sims: int) -> np.
 
 
 def ever(d: np.ndarray, trim: float, *, alpha: float, different: bool) -> float:
-    """Share of runs whose interval ever crosses: lower bound > 0, or upper bound < the margin."""
+    """Share of runs that some look decides DIFFERENT (``different``) or SAME: the gate's
+    three-way rule at the plan's boundary (a DIFFERENT also needs the ratio past the margin)."""
     plan = SequentialPlan.for_sizes(LOOKS, alpha=alpha, alpha_same=0.05)
+    wanted = DIFFERENT if different else SAME
     hit = np.zeros(d.shape[0], dtype=bool)
     for look, pairs in enumerate(LOOKS, start=1):
         mean, se, df = yuen(d, pairs, trim)
         q_low, q_high = plan.boundary(look).critical(df)
-        hit |= (mean - q_low * se > 0) if different else (mean + q_high * se < MARGIN)
+        hit |= decide(mean, se, q_low, q_high, MARGIN_SHARE) == wanted
     return float(hit.mean())
 
 
@@ -71,9 +77,11 @@ def main() -> None:
             whole = ever(null, trim, alpha=0.05, different=True)
             one = ever(null, trim, alpha=split, different=True)
             same = ever(at_margin, trim, alpha=0.05, different=False)
+            mc = [math.sqrt(p * (1 - p) / options.sims) for p in (whole, one, same)]
             print(
-                f"| {shape} | {trim:g} | {whole:.4f} (x{whole / 0.05:.2f}) | "
-                f"{one:.4f} (x{one / split:.2f}) | {same:.4f} (x{same / 0.05:.2f}) |"
+                f"| {shape} | {trim:g} | {whole:.4f} ±{mc[0]:.4f} (x{whole / 0.05:.2f}) | "
+                f"{one:.5f} ±{mc[1]:.5f} (x{one / split:.2f}) | "
+                f"{same:.4f} ±{mc[2]:.4f} (x{same / 0.05:.2f}) |"
             )
 
 

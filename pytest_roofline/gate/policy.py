@@ -33,10 +33,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_roofline import stats
 from pytest_roofline.gate.confirm import busy_host
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
 from pytest_roofline.gate.thresholds import threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
+from pytest_roofline.stats.threeway import NEVER_SAME_RATIO
 from pytest_roofline.units import format_seconds, si
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
@@ -266,9 +268,7 @@ def _regression(
     change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
     text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
     host, confirmation = e.host, e.confirmation
-    settle = (
-        f"; settle it with {confirmation.command}" if confirmation and confirmation.command else ""
-    )
+    settle = _settle(e)
     # Paired rounds against the baseline's commit are evidence of their own, measured after
     # the first look with both sides under the same host conditions: they decide when made.
     if _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing):
@@ -315,7 +315,7 @@ def _regression(
         missing.append("a paired confirmation against the baseline's commit")
         return
     if e.replay is not None and e.replay.attempted and not e.replay.reproduced:
-        escalate.append(f"{text}, but it did not reproduce on replay{_replayed(e.replay, name)}")
+        escalate.append(f"{text}, but {_not_reproduced(e.replay, name, c)}")
         return
     if e.replay is not None and not e.replay.attempted:
         escalate.append(f"{text}, not yet confirmed by a replay")
@@ -684,6 +684,16 @@ def _contended(e: TestEvidence) -> bool:
     return bool(e.involuntary_switches)
 
 
+def _not_reproduced(replay: ReplayOutcome, name: str, c: QuantileComparison) -> str:
+    """Why a replay left a first-look regression standing: it moved back, or every replay read
+    as slow (past the margin) yet its own samples did not establish it (stop 44's demo: a GEMM
+    x4.08, replayed x4.097, reported as "did not reproduce")."""
+    ratios = [r for r in replay.ratios.get(name, ()) if math.isfinite(r)]
+    if ratios and min(ratios) >= 1.0 + c.delta:
+        return f"its replay, though as slow{_replayed(replay, name)}, did not establish it on its own samples"
+    return f"it did not reproduce on replay{_replayed(replay, name)}"
+
+
 def _replayed(replay: ReplayOutcome, name: str) -> str:
     """The replays' ratios of one quantile, for a reader to tell a replay that moved back from
     one that moved as far but could not establish it (too few or too autocorrelated samples)."""
@@ -746,6 +756,28 @@ def _interval(c: QuantileComparison) -> str:
     return f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "[n/a]"
 
 
+def _reads_far_past_same(c: QuantileComparison) -> bool:
+    """Whether a tail left unassessed by autocorrelation still reads far slower: its samples
+    reach the floor (only the effective sample size falls short), so its point estimate is a
+    reading of the quantile, and at ``NEVER_SAME_RATIO`` or more it is never SAME either. Stop
+    44's demo shipped a p99 that read x12 this way (every 80th call rebuilt a cache: periodic
+    samples, effective size below 299). With fewer samples than the floor the top calls are no
+    reading of the tail (an unchanged 16 ms parse read x3.6 on 33 samples), so that stays
+    escape risk."""
+    floor = stats.n_floor(c.quantile, c.alpha)
+    return (
+        min(c.n_base, c.n_cand) >= floor and math.isfinite(c.ratio) and c.ratio >= NEVER_SAME_RATIO
+    )
+
+
+def _settle(e: TestEvidence) -> str:
+    """``"; settle it with <the ab command>"`` where the evidence names one."""
+    confirmation = e.confirmation
+    return (
+        f"; settle it with {confirmation.command}" if confirmation and confirmation.command else ""
+    )
+
+
 def decide_test(e: TestEvidence) -> TestDecision:
     """Decide one test from its evidence."""
     rollback: list[str] = []
@@ -769,7 +801,14 @@ def decide_test(e: TestEvidence) -> TestDecision:
         elif c.verdict == "insufficient":
             if _assessed_by_paired_rounds(e, name, c, rollback, notes):
                 continue
-            if name != "p50":
+            if name != "p50" and _reads_far_past_same(c):
+                escalate.append(
+                    f"{name} reads x{c.ratio:.2f} {_interval(c)}, but it could not be assessed "
+                    f"({c.reason}): a tail that reads x{NEVER_SAME_RATIO:g} or more never ships "
+                    "unassessed" + _settle(e)
+                )
+                missing.append(f"{name} samples independent enough to assess it")
+            elif name != "p50":
                 notes.append(f"{name}: not assessed ({c.reason}): counted as escape risk")
             else:
                 # The typical call must be SAME for a test to ship.

@@ -232,6 +232,17 @@ def test_a_first_look_that_did_not_reproduce_is_not_shown_as_a_regression() -> N
     assert "shift ×0.70" in verdict.attrs.get("title", "") + verdict.text
 
 
+def test_a_replay_as_slow_that_did_not_establish_it_is_not_called_unreproduced() -> None:
+    # Stop 44's demo: a GEMM x4.08 on first look, replayed at x4.097, was shown as "not
+    # reproduced"; the replay read as slow and only its own samples fell short.
+    document, test = _unreproduced_first_look()
+    test["change"]["p50"]["delta"] = 0.05
+    test["replay"]["ratios"]["p50"] = [1.11]
+    verdict = _cell(_row(_page(document), test["nodeid"]), "verdict")
+    assert "replay ×1.11: as slow, not established" in verdict.text, verdict.text
+    assert "not reproduced" not in verdict.text
+
+
 def test_a_reproduced_regression_is_still_shown_as_one() -> None:
     document, test = _unreproduced_first_look()
     test["replay"]["reproduced"] = True

@@ -90,6 +90,10 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "history_runs": 3}, "rollback", "p95 regressed x1.800"),
         ({"comparisons": {"p95": REGRESSION}, "replay": NOT_REPRODUCED}, "escalate", "p95 regressed x1.800 [1.700, 1.900] (margin +37%, 1 ms -> 1.8 ms), but it did not reproduce on replay (replay p95 x1.010)"),
         ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(True, 1, False, {})}, "escalate", "but it did not reproduce on replay"),
+        # A replay as slow as the first look that still did not establish it (stop 44's demo: a
+        # GEMM x4.08, its replay x4.097) says so, rather than "did not reproduce".
+        ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(True, 1, False, {"p95": (1.79,)})}, "escalate", "p95 regressed x1.800 [1.700, 1.900] (margin +37%, 1 ms -> 1.8 ms), but its replay, though as slow (replay p95 x1.790), did not establish it on its own samples"),
+        ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(True, 2, False, {"p95": (1.79, 1.2)})}, "escalate", "but it did not reproduce on replay (replay p95 x1.790, x1.200)"),
         ({"comparisons": {"p95": REGRESSION}, "replay": ReplayOutcome(False, 0, None)}, "escalate", "not yet confirmed"),
         ({"comparisons": {"p95": comparison("suspect", 1.5, 0.98, 2.0)}}, "escalate", "above the margin +37% but not established"),
         ({"comparisons": {"p99": comparison("not detected", 1.05, 0.9, 1.4, mde=0.4)}}, "escalate", "the smallest change detectable here is +40%"),
@@ -439,3 +443,32 @@ def test_the_busy_host_is_named_once_a_test_and_not_over_a_confirmation_that_nam
 def test_a_paired_unknown_names_no_single_windows_host_reading() -> None:
     found = paired_unknown_reasons(2, host=HostCheck("disturbed", "python canary x1.5"))
     assert not any("host was" in r for r in found), found
+
+
+# An autocorrelated tail: enough samples, too few independent ones (stop 44's demo: every 80th
+# decode step rebuilt its cache, p99 read x12 and the test shipped with the p99 "not assessed").
+AUTOCORRELATED_P99 = "p99: effective sample size 150 < 299 (autocorrelated samples)"
+
+
+@pytest.mark.parametrize(
+    ("p99", "decision", "reason"),
+    [
+        (comparison("insufficient", 12.0, 1.2, 30.0, quantile=0.99, n_cand=2895, n_eff_cand=150.0, reason=AUTOCORRELATED_P99),
+         "escalate", f"p99 reads x12.00 [1.200, 30.000], but it could not be assessed ({AUTOCORRELATED_P99}): a tail that reads x3 or more never ships unassessed"),
+        (comparison("insufficient", 3.0, 0.9, 6.0, quantile=0.99, n_eff_cand=150.0, reason=AUTOCORRELATED_P99),
+         "escalate", "a tail that reads x3 or more never ships unassessed"),
+        # Below x3 an unassessed tail stays escape risk, as before.
+        (comparison("insufficient", 2.9, 0.9, 6.0, quantile=0.99, n_eff_cand=150.0, reason=AUTOCORRELATED_P99),
+         "ship", f"p99: not assessed ({AUTOCORRELATED_P99}): counted as escape risk"),
+        # Too few samples to read the tail at all (a slow test's few calls): its top call is no
+        # reading of p99, so it stays escape risk (an unchanged 16 ms parse read x3.6 that way).
+        (comparison("insufficient", 12.0, math.nan, math.nan, quantile=0.99, n_base=50, n_cand=33, reason="p99: 33 samples, 299 needed"),
+         "ship", "p99: not assessed (p99: 33 samples, 299 needed): counted as escape risk"),
+    ],
+)  # fmt: skip
+def test_an_autocorrelated_tail_that_reads_x3_or_more_does_not_ship_unassessed(
+    p99: QuantileComparison, decision: str, reason: str
+) -> None:
+    found = decide_test(evidence(comparisons={"p50": comparison(quantile=0.5), "p99": p99}))
+    assert found.decision == decision
+    assert any(reason in r for r in found.reasons), found.reasons

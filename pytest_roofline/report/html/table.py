@@ -105,7 +105,11 @@ def _verdict_text(test: TestRecord, q: str) -> str:
     if verdict == "regression" and _unconfirmed(test):
         replays = [r for r in (test.replay.ratios.get(q, ()) if test.replay else ()) if r]
         again = ", ".join(format_ratio(r) for r in replays) or "n/a"
-        return f"{q} regression {format_ratio(comp.ratio)} on first look, replay {again}: not reproduced"
+        # Every replay past the margin: as slow, only its own samples fell short (policy's
+        # wording); otherwise the replay moved back.
+        as_slow = bool(replays) and comp.delta is not None and min(replays) >= 1.0 + comp.delta
+        outcome = "as slow, not established" if as_slow else "not reproduced"
+        return f"{q} regression {format_ratio(comp.ratio)} on first look, replay {again}: {outcome}"
     return f"{q} {verdict}"
 
 
