@@ -786,6 +786,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
     missing: list[str] = []
 
     timing_rollbacks = 0
+    unassessed: list[str] = []  # tails too autocorrelated to assess that read x3 or more
     # A baseline that timed another workload says nothing about this code's speed: its timing
     # comparisons are reported, and none of them decides.
     timed = {} if e.work_change else e.comparisons
@@ -802,7 +803,8 @@ def decide_test(e: TestEvidence) -> TestDecision:
             if _assessed_by_paired_rounds(e, name, c, rollback, notes):
                 continue
             if name != "p50" and _reads_far_past_same(c):
-                escalate.append(
+                # After the loop: where another quantile decides the test, its reason leads.
+                unassessed.append(
                     f"{name} reads x{c.ratio:.2f} {_interval(c)}, but it could not be assessed "
                     f"({c.reason}): a tail that reads x{NEVER_SAME_RATIO:g} or more never ships "
                     "unassessed" + _settle(e)
@@ -832,6 +834,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
             notes.append(f"{name} improved {_ci(c)}")
         elif not _shift_confirmed_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
             notes.append(f"{name} {_ci(c)}: a regression of +{c.delta:.0%} is ruled out")
+    escalate.extend(unassessed)
     if e.history_drift is not None and not rollback and timed:  # slow drift across merged runs
         (escalate if e.history_drift.escalates else notes).append(e.history_drift.reason)
 

@@ -472,3 +472,20 @@ def test_an_autocorrelated_tail_that_reads_x3_or_more_does_not_ship_unassessed(
     found = decide_test(evidence(comparisons={"p50": comparison(quantile=0.5), "p99": p99}))
     assert found.decision == decision
     assert any(reason in r for r in found.reasons), found.reasons
+
+
+def test_an_unassessed_tail_s_reason_follows_the_quantile_that_decides_the_test() -> None:
+    # Stop 44's demo: a GEMM x3.2 whose p50 could not be rolled back on a disturbed host led with
+    # its p95's "never ships unassessed" line; the p50's reason is the one that decides.
+    p95 = comparison(
+        "insufficient",
+        3.8,
+        3.6,
+        4.8,
+        n_eff_cand=28.0,
+        reason="p95: effective sample size 28 < 59 (autocorrelated samples)",
+    )
+    found = decide_test(evidence(comparisons={"p95": p95, "p99": comparison(quantile=0.99), "p50": comparison("suspect", 1.5, 0.98, 2.0, quantile=0.5)}))  # fmt: skip
+    assert found.decision == "escalate"
+    assert found.reasons[0].startswith("p50 "), found.reasons
+    assert "never ships unassessed" in found.reasons[1]
