@@ -596,8 +596,15 @@ def evaluate(
                 for i, r in enumerate(replays)
             ]
             regressed = [name for name, c in comparisons.items() if c.outcome == "different"]
+            # A replay too autocorrelated to stand alone still corroborates a regression its
+            # first look established when its own interval reads DIFFERENT.
             reproduced = bool(regressed) and all(
-                any(found[name].outcome == "different" for name in regressed) for found in replayed
+                any(
+                    found[name].outcome == "different"
+                    or stats.different_but_autocorrelated(found[name], gate_margins[name])
+                    for name in regressed
+                )
+                for found in replayed
             )
             replay = ReplayOutcome(
                 True,

@@ -18,6 +18,7 @@ from pytest_roofline.stats.compare import (
     ABS_FLOOR_S,
     DEFAULT_N_BOOT,
     compare_quantile,
+    different_but_autocorrelated,
     minimum_detectable_effect,
 )
 from pytest_roofline.stats.margins import (
@@ -68,6 +69,7 @@ __all__ = [
     "common_mode",
     "compare_quantile",
     "default_noise_floor",
+    "different_but_autocorrelated",
     "drift",
     "effective_delta",
     "gate_margin",
