@@ -210,7 +210,11 @@ def reason_kind(reason: str) -> str:
         or "disturbed measurement" in reason
     ):
         return "host disturbed"
-    if "neither confirm nor rule it out" in reason or "did not reproduce" in reason:
+    if (
+        "neither confirm nor rule it out" in reason
+        or "did not reproduce" in reason
+        or "did not establish it on its own samples" in reason
+    ):
         return "not confirmed"
     if "too noisy to gate" in reason:
         return "too noisy"

@@ -35,7 +35,12 @@ from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
 from pytest_roofline.gate.history import HistoryDrift, label_drift, level_segments
-from pytest_roofline.gate.looks import decided_at_look, final_boundary, session_plan
+from pytest_roofline.gate.looks import (
+    corroborates_at_look,
+    decided_at_look,
+    final_boundary,
+    session_plan,
+)
 from pytest_roofline.gate.soak import SoakAssessment, assess_soak
 from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
@@ -154,12 +159,17 @@ class BaselineEntry:
 
 @dataclass(frozen=True, slots=True)
 class ReplayOutcome:
-    """Whether a first-look regression reproduced when the test was measured again."""
+    """Whether a first-look regression reproduced when the test was measured again.
+
+    ``autocorrelated`` names the quantiles a replay corroborated although its samples were too
+    autocorrelated to decide on their own (:func:`gate.looks.corroborates_at_look`).
+    """
 
     attempted: bool
     count: int
     reproduced: bool | None
     ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    autocorrelated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,21 +606,27 @@ def evaluate(
                 for i, r in enumerate(replays)
             ]
             regressed = [name for name, c in comparisons.items() if c.outcome == "different"]
-            # A replay too autocorrelated to stand alone still corroborates a regression its
-            # first look established when its own interval reads DIFFERENT.
-            reproduced = bool(regressed) and all(
-                any(
-                    found[name].outcome == "different"
-                    or stats.different_but_autocorrelated(found[name], gate_margins[name])
+            # A replay too autocorrelated to decide on its own still corroborates a regression
+            # its first look established when it reads DIFFERENT at the replay's own level.
+            replay_boundary = final_boundary(context.plan, (), final=True)
+            corroborated = [
+                {
+                    name
                     for name in regressed
-                )
+                    if corroborates_at_look(found[name], gate_margins[name], replay_boundary)
+                }
                 for found in replayed
+            ]
+            reproduced = bool(regressed) and all(
+                any(found[name].outcome == "different" or name in also for name in regressed)
+                for found, also in zip(replayed, corroborated, strict=True)
             )
             replay = ReplayOutcome(
                 True,
                 len(replays),
                 reproduced,
                 {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
+                tuple(sorted(set().union(*corroborated))),
             )
         elif context.replay > 0 and (
             any(c.outcome == "different" for c in comparisons.values())

@@ -32,7 +32,14 @@ from pytest_roofline.stats.sequential import (
 from pytest_roofline.stats.threeway import GateMargin
 from pytest_roofline.vocabulary import QUANTILES
 
-__all__ = ["MAX_LOOKS", "TwoRunStop", "decided_at_look", "final_boundary", "session_plan"]
+__all__ = [
+    "MAX_LOOKS",
+    "TwoRunStop",
+    "corroborates_at_look",
+    "decided_at_look",
+    "final_boundary",
+    "session_plan",
+]
 
 MAX_LOOKS = 64
 """Looks a test may take at most. The sampler looks on a geometric schedule (every ~25% more
@@ -94,6 +101,30 @@ def decided_at_look(
         mde=detectable_change(comparison.se_log, boundary, df=estimate.df),
         reason=f"{three.reason} ({look})",
     )
+
+
+def corroborates_at_look(
+    comparison: stats.QuantileComparison, margin: GateMargin, boundary: LookBoundary
+) -> bool:
+    """Whether a comparison too autocorrelated to decide on its own reads DIFFERENT at
+    ``boundary``'s level, as :func:`decided_at_look` would decide it with enough independent
+    samples (:func:`stats.only_autocorrelated`; its bootstrap se is already widened for the
+    effective sample size).
+
+    Such a comparison never decides a test; it may corroborate one that did: a same-process
+    replay of a first-look regression (stop 44's demo: a GEMM x4.9 on its first look, replayed
+    x5.35 on 47 drifting samples with p50's effective size 4 < 5, escalated as "not
+    reproduced")."""
+    if not stats.only_autocorrelated(comparison):
+        return False
+    three = decide_look(
+        Estimate.from_comparison(comparison),
+        boundary,
+        margin,
+        base_s=comparison.base_s,
+        abs_floor_s=comparison.abs_floor_s,
+    )
+    return three.outcome == "different"
 
 
 class TwoRunStop:

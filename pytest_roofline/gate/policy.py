@@ -364,7 +364,7 @@ def _regression(
                 "a p50 measured without waiting for a CPU (a quieter host, or paired rounds)"
             )
             return
-    replayed = ", reproduced on replay" if e.replay and e.replay.reproduced else ""
+    replayed = _reproduced(e.replay, name)
     rollback.append(
         text
         + replayed
@@ -684,10 +684,23 @@ def _contended(e: TestEvidence) -> bool:
     return bool(e.involuntary_switches)
 
 
+def _reproduced(replay: ReplayOutcome | None, name: str) -> str:
+    """``", reproduced on replay"`` where it did, saying so when the replay's own samples were
+    too autocorrelated to decide alone and only corroborated the first look."""
+    if replay is None or not replay.reproduced:
+        return ""
+    if name in replay.autocorrelated:
+        return (
+            f", reproduced on replay{_replayed(replay, name)}: its samples too autocorrelated "
+            "to decide alone, but its interval lies past the margin"
+        )
+    return ", reproduced on replay"
+
+
 def _not_reproduced(replay: ReplayOutcome, name: str, c: QuantileComparison) -> str:
     """Why a replay left a first-look regression standing: it moved back, or every replay read
-    as slow (past the margin) yet its own samples did not establish it (stop 44's demo: a GEMM
-    x4.08, replayed x4.097, reported as "did not reproduce")."""
+    as slow (past the margin) yet its own samples did not establish it, even as corroboration
+    (too few samples, or an interval that reaches back to 1)."""
     ratios = [r for r in replay.ratios.get(name, ()) if math.isfinite(r)]
     if ratios and min(ratios) >= 1.0 + c.delta:
         return f"its replay, though as slow{_replayed(replay, name)}, did not establish it on its own samples"
@@ -696,7 +709,7 @@ def _not_reproduced(replay: ReplayOutcome, name: str, c: QuantileComparison) -> 
 
 def _replayed(replay: ReplayOutcome, name: str) -> str:
     """The replays' ratios of one quantile, for a reader to tell a replay that moved back from
-    one that moved as far but could not establish it (too few or too autocorrelated samples)."""
+    one that moved as far but could not establish it."""
     ratios = [r for r in replay.ratios.get(name, ()) if math.isfinite(r)]
     return f" (replay {name} " + ", ".join(f"x{r:.3f}" for r in ratios) + ")" if ratios else ""
 
@@ -948,6 +961,9 @@ def decide_test(e: TestEvidence) -> TestDecision:
                     if confirmation is not None and confirmation.reason
                     else ""
                 )
+                # A drift measured while the canary saw the host busy is the host's as likely
+                # as the code's: say so, as an UNKNOWN's reason does.
+                + _host_left_open(e)
             )
     if e.soak is not None:
         # A soak's drift or throttling onset escalates, never rolls back: it is measured within

@@ -18,8 +18,8 @@ from pytest_roofline.stats.compare import (
     ABS_FLOOR_S,
     DEFAULT_N_BOOT,
     compare_quantile,
-    different_but_autocorrelated,
     minimum_detectable_effect,
+    only_autocorrelated,
 )
 from pytest_roofline.stats.margins import (
     DEFAULT_NOISE_FLOOR,
@@ -69,7 +69,6 @@ __all__ = [
     "common_mode",
     "compare_quantile",
     "default_noise_floor",
-    "different_but_autocorrelated",
     "drift",
     "effective_delta",
     "gate_margin",
@@ -78,6 +77,7 @@ __all__ = [
     "minimum_detectable_effect",
     "n_floor",
     "noise_floor",
+    "only_autocorrelated",
     "sampling_decisive",
     "sla_check",
 ]

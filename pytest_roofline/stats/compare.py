@@ -39,8 +39,8 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "POWER",
     "compare_quantile",
-    "different_but_autocorrelated",
     "minimum_detectable_effect",
+    "only_autocorrelated",
 ]
 
 DEFAULT_N_BOOT = 2000
@@ -403,15 +403,13 @@ def minimum_detectable_effect(
     return math.expm1(z * math.sqrt(var * (1.0 + n / int(n_other))))
 
 
-def different_but_autocorrelated(c: QuantileComparison, margin: float | GateMargin) -> bool:
-    """Whether a comparison left ``insufficient`` only by autocorrelation reads DIFFERENT.
+def only_autocorrelated(c: QuantileComparison) -> bool:
+    """Whether a comparison is ``insufficient`` only because its samples are autocorrelated.
 
-    Both sides reach the floor of :func:`n_floor` and the interval exists (it is already
-    widened for the effective sample size); only the effective sample size fell short of the
-    floor, so the comparison cannot stand alone. It can corroborate one that does: a replay of
-    a regression its first look established (stop 44's demo: a GEMM x4.9 on its first look,
-    replayed x5.35 [5.18, 6.33] on 47 drifting samples with p50's effective size 4 < 5, was
-    escalated as "not reproduced").
+    Both sides reach the floor of :func:`n_floor` and the interval exists (degenerate samples
+    have none), already widened for the effective sample size: only that size fell short of
+    the floor, so the comparison cannot decide on its own. It can still corroborate one that
+    does (:func:`pytest_roofline.gate.looks.corroborates_at_look`).
 
     Examples
     --------
@@ -419,14 +417,15 @@ def different_but_autocorrelated(c: QuantileComparison, margin: float | GateMarg
     >>> base = np.random.default_rng(0).lognormal(-7.0, 0.05, 200)
     >>> drifting = 5 * np.exp(-7.0) * np.linspace(1.0, 1.1, 47)
     >>> c = compare_quantile(base, drifting, 0.5, delta=0.35, rng=np.random.default_rng(1))
-    >>> c.verdict, different_but_autocorrelated(c, 0.35)
+    >>> c.verdict, only_autocorrelated(c)
     ('insufficient', True)
+    >>> few = compare_quantile(base, drifting[:4], 0.5, delta=0.35, rng=np.random.default_rng(1))
+    >>> few.verdict, only_autocorrelated(few)
+    ('insufficient', False)
     """
-    if c.verdict != "insufficient" or min(c.n_base, c.n_cand) < n_floor(c.quantile, c.alpha):
-        return False
-    if not (math.isfinite(c.ci.low) and math.isfinite(c.ci.high)):
-        return False
-    three = classify_three_way(
-        c.ratio, c.ci.low, c.ci.high, margin, base_s=c.base_s, abs_floor_s=c.abs_floor_s
+    return (
+        c.verdict == "insufficient"
+        and min(c.n_base, c.n_cand) >= n_floor(c.quantile, c.alpha)
+        and math.isfinite(c.ci.low)
+        and math.isfinite(c.ci.high)
     )
-    return three.outcome == "different"

@@ -103,9 +103,10 @@ def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
 def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_regression() -> (
     None
 ):
-    # Stop 44's demo: a GEMM x4.5 established on its first look; its replay read x5.35 with the
-    # interval [5.18, 6.33] but its 47 samples drifted, p50's effective sample size 4 < 5, and
-    # the test escalated as "not reproduced" instead of rolling back.
+    # Stop 44's demo: a GEMM x4.5 (x4.9 on its first look) established on its first look; its
+    # replay read x5.35 with the interval [5.18, 6.33] but its 47 samples drifted, p50's
+    # effective sample size 4 < 5, and the test escalated as "not reproduced" instead of
+    # rolling back.
     rng = np.random.default_rng(7)
     base = samples(rng, 1e-3, 200)
     drifting = 4.5e-3 * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
@@ -122,21 +123,32 @@ def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_
     ).comparisons["p50"]
     assert replayed.verdict == "insufficient" and "autocorrelated" in replayed.reason
     assert evidence.replay is not None and evidence.replay.reproduced
-    assert decide_test(evidence).decision == "rollback"
+    assert evidence.replay.autocorrelated == ("p50",)
+    decision = decide_test(evidence)
+    assert decision.decision == "rollback"
+    assert any(
+        "p50 regressed" in r and "too autocorrelated to decide alone" in r for r in decision.reasons
+    )
 
 
 def test_a_replay_too_autocorrelated_to_assess_that_moved_back_does_not_reproduce() -> None:
     rng = np.random.default_rng(8)
     base = samples(rng, 1e-3, 200)
     drifting = 1e-3 * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
+    context = EvidenceContext(replay=1, family_size=1)
     evidence = evaluate(
         result("t::a", samples(rng, 4.5e-3, 200)),
         BaselineEntry(base, None, {}),
-        EvidenceContext(replay=1, family_size=1),
+        context,
         target=None,
         replays=[drifting],
     )
+    replayed = evaluate(
+        result("t::a", drifting), BaselineEntry(base, None, {}), context, target=None
+    ).comparisons["p50"]
+    assert replayed.verdict == "insufficient" and "autocorrelated" in replayed.reason
     assert evidence.replay is not None and evidence.replay.reproduced is False
+    assert evidence.replay.autocorrelated == ()
     assert decide_test(evidence).decision == "escalate"
 
 

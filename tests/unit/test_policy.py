@@ -204,6 +204,9 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"drift": Drift(0.5, 1e-9, 0.25, True), "confirmation": Confirmation("overturned", "", {"p95": comparison(), "p99": comparison(quantile=0.99)}, disputed=True)}, "escalate", "latency drifts within the run"),
         ({"drift": Drift(0.5, 1e-9, 0.25, True), "design": "paired", "confirmation": Confirmation("overturned", "", {"p95": comparison(), "p99": comparison(quantile=0.99)})}, "escalate", "latency drifts within the run"),
         ({"drift": Drift(0.5, 1e-9, 0.25, True), "confirmation": Confirmation("unavailable", "not a git repository")}, "escalate", "latency drifts within the run"),
+        # Stop 45's demo: an improvement x0.46 drifted +109% while the canary saw the host
+        # disturbed; the reason now says so, as an UNKNOWN's does.
+        ({"drift": Drift(0.56, 1e-117, 1.09, True), "host": HostCheck("disturbed", "python canary x1.76")}, "escalate", "the quantiles are not stable; the host was disturbed during the test (python canary x1.76): run it again when the machine is quiet"),
         # The README's compare: drifting, but gate.confirm_time ran out before the rounds reached it.
         ({"drift": Drift(0.5, 1e-9, 0.25, True), "confirmation": Confirmation("unavailable", "the paired rounds had spent the session's 10 s", out_of_time=True)}, "escalate", "the quantiles are not stable (not settled by paired rounds: the paired rounds had spent the session's 10 s)"),
         # A p50 too autocorrelated to compare (a drift makes it so) is settled by a paired SAME.
