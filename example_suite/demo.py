@@ -231,7 +231,8 @@ _TIMING_NOT_ENOUGH = (
     # environment variable), and its label has one run, so the noise floor is not measured: an
     # unconfirmed change whose interval does not clear x2 escalates (fp16's GEMM, which numpy
     # runs without BLAS, slows only about 2.5x; on a busy host a GEMM's drifting samples read
-    # x5.68 [1.07, 13.5] in one run here). Both reasons end with this phrase.
+    # x5.68 [1.07, 13.5] in one run here). Without paired rounds the same x2 bar holds for any
+    # label since stop 45. Every such reason ends with this phrase.
     "a shift between the two processes is as likely as any change",
     # Samples that drift within the run leave too few independent ones for a verdict (the
     # effective sample size of a 14 ms call's 50 samples was 4 in one demo run here): the gate
@@ -246,8 +247,7 @@ _TIMING_NOT_ENOUGH = (
 def host_excuse(test: Test) -> str | None:
     """Why the gate would not decide on this test's timing: the host canary saw the host
     disturbed during the test, or slower than when the baseline was recorded, or the change's
-    interval stayed below x2 against the same commit or a label too short for a measured noise
-    floor, or below
+    interval stayed below x2 without paired rounds (the demo's changes are not commits), or below
     the bar raised by the waits for a CPU of a test preempted about once a call, or the samples
     were too autocorrelated for a verdict (None if not)."""
     for reason in test.get("reasons", ()):

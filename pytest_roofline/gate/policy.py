@@ -36,15 +36,16 @@ from dataclasses import dataclass
 from pytest_roofline import stats
 from pytest_roofline.gate.confirm import busy_host
 from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
-from pytest_roofline.gate.thresholds import threshold_reasons
+from pytest_roofline.gate.thresholds import exceeds_threshold, threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.stats.threeway import NEVER_SAME_RATIO
 from pytest_roofline.units import format_seconds, si
 from pytest_roofline.vocabulary import DECISIONS, Decision
 
 MEASURED_FLOOR_RUNS = 3
-"""Runs a label needs before its history noise floor is this test's own: with fewer, an
-unconfirmed two-run regression rolls back only beyond ``gate.max_margin``."""
+"""Runs a label needs before its history noise floor is this test's own (with fewer it is the
+documented default). Either way an unconfirmed two-run regression rolls back only beyond
+``gate.max_margin`` as well (:func:`_unattributed`)."""
 
 __all__ = [
     "DECISIONS",
@@ -262,8 +263,9 @@ def _regression(
     Paired rounds against the baseline's commit decide when they were made (confirmed: roll
     back; overturned: a note; inconclusive: escalate). Without them, the host canary must have
     been quiet during the test and no slower than when the baseline was recorded (else the
-    slowdown may be the host's), and a two-run regression must lie beyond the label's history
-    noise floor and reproduce on replay.
+    slowdown may be the host's), and a two-run regression must reproduce on replay and lie
+    beyond both the label's history noise floor and ``gate.max_margin`` (:func:`_unattributed`;
+    an explicit threshold it exceeds takes the margin's place).
     """
     change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
     text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
@@ -322,7 +324,7 @@ def _regression(
         missing.append("replay")
         return
     floor = margin.history_floor if margin is not None else 0.0
-    unattributed = _unattributed(e, name)
+    unattributed = _unattributed(e, name, c)
     if (
         unattributed is not None
         and margin is not None
@@ -401,7 +403,7 @@ def _work_changed(e: TestEvidence) -> str:
     )
 
 
-def _unattributed(e: TestEvidence, name: str) -> tuple[str, str] | None:
+def _unattributed(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[str, str] | None:
     """Why an unconfirmed two-run regression below ``gate.max_margin`` cannot be rolled back.
 
     A whole process runs up to 1.8x slower than the next here, and a replay in the same
@@ -416,8 +418,9 @@ def _unattributed(e: TestEvidence, name: str) -> tuple[str, str] | None:
     code changed, so any shift is the host's or the process's); a label of fewer than
     :data:`MEASURED_FLOOR_RUNS` runs (its floor is the documented default, not this test's own
     noise: an unchanged µs test's p95 moved x2.06 [1.76, 2.25] between two runs here, past the
-    default +37%); or no paired rounds, unless the user set an explicit threshold for ``name``
-    (``--roofline-fail``), which takes the place of the margin.
+    default +37%); or no paired rounds, unless ``c`` exceeds the user's explicit threshold for
+    ``name`` (``--roofline-fail``, :func:`~pytest_roofline.gate.thresholds.exceeds_threshold`),
+    which takes the place of the margin (a lax threshold exempts nothing below it).
 
     :returns: ``(reason, missing evidence)``, or ``None`` when no bar beyond the floor applies
         (a paired design, whose rounds are the comparison).
@@ -433,10 +436,10 @@ def _unattributed(e: TestEvidence, name: str) -> tuple[str, str] | None:
         return (
             f"the label has {e.history_runs} run(s), fewer than {MEASURED_FLOOR_RUNS}: its "
             "noise floor for this test is the default, not measured",
-            "a paired confirmation against the baseline's commit (or a label with "
-            f"{MEASURED_FLOOR_RUNS}+ runs)",
+            "a paired confirmation against the baseline's commit",
         )
-    if name in e.fail_thresholds:
+    threshold = e.fail_thresholds.get(name)
+    if threshold is not None and exceeds_threshold(c, threshold):
         # The user's explicit threshold (--roofline-fail, pytest-benchmark's rule) takes the
         # place of the gate's margin: a reproduced change past it rolls back, as they asked.
         return None
@@ -935,7 +938,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
             elif collapsed:
                 # The efficiency is the declared work over the measured time: a collapse is a
                 # slowdown, and rolls back only on the evidence a slowdown needs (a quiet host,
-                # a confirmation or replay, beyond the noise floor). On a shared runner a
+                # paired rounds, or a replay beyond the noise floor and x2). On a shared runner a
                 # descheduled 2-thread GEMM runs 30-370x slower and "collapses" with no change.
                 escalate.append(
                     f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f}), but the "

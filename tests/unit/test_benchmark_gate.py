@@ -144,6 +144,24 @@ def test_an_explicit_threshold_does_not_double_count_a_regression_the_gate_found
     assert len(decided.reasons) == 1 and "regressed" in decided.reasons[0]
 
 
+def test_an_explicit_threshold_a_regression_exceeds_takes_the_place_of_the_x2_bar() -> None:
+    # Without paired rounds a two-run regression rolls back only past gate.max_margin (x2), but
+    # the user's explicit threshold, once exceeded, replaces the margin as they asked; one set on
+    # another quantile, or one the regression does not exceed, leaves the x2 bar in place.
+    regression = comparison("regression", 1.8, 1.7, 1.9, p_adjusted=1e-9, quantile=0.5)
+    assert decide_test(evidence(comparisons={"p50": regression})).decision == "escalate"
+    other = decide_test(evidence(comparisons={"p50": regression}, fail_thresholds={"p95": 0.1}))
+    assert other.decision == "escalate"
+    assert any("below x2 (lower bound x1.700)" in r for r in other.reasons), other.reasons
+    lax = decide_test(evidence(comparisons={"p50": regression}, fail_thresholds={"p50": 1.5}))
+    assert lax.decision == "escalate"
+    young = decide_test(
+        evidence(comparisons={"p50": regression}, fail_thresholds={"p50": 0.1}, history_runs=1)
+    )
+    assert young.decision == "escalate"
+    assert any("the label has 1 run(s)" in r for r in young.reasons), young.reasons
+
+
 def test_exceeds_threshold_needs_the_absolute_floor_too() -> None:
     tiny = comparison("not detected", 1.5, 1.3, 1.7, p_adjusted=1e-6, abs_change_s=5e-8)
     assert not exceeds_threshold(tiny, 0.1)
