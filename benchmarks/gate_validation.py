@@ -214,6 +214,7 @@ def reason_kind(reason: str) -> str:
         "neither confirm nor rule it out" in reason
         or "did not reproduce" in reason
         or "did not establish it on its own samples" in reason
+        or "no paired rounds compared it" in reason
     ):
         return "not confirmed"
     if "too noisy to gate" in reason:
