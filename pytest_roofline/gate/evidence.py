@@ -34,7 +34,12 @@ import numpy as np
 from pytest_roofline import roofline, stats
 from pytest_roofline.config.defaults import DEFAULTS
 from pytest_roofline.gate.fidelity import Fidelity, counter_fidelity
-from pytest_roofline.gate.history import HistoryDrift, label_drift, level_segments
+from pytest_roofline.gate.history import (
+    HistoryDrift,
+    label_drift,
+    latest_run_level,
+    level_segments,
+)
 from pytest_roofline.gate.looks import (
     corroborates_at_look,
     decided_at_look,
@@ -67,6 +72,7 @@ __all__ = [
     "ReplayOutcome",
     "SlaOutcome",
     "TestEvidence",
+    "baseline_levels",
     "evaluate",
     "margins",
     "rng_for",
@@ -300,6 +306,9 @@ class TestEvidence:
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
+    # Per gated quantile, the latest baseline run over the label's level (the median of its last
+    # runs; :func:`baseline_levels`): below 1 the run compared with was a fast draw of its process.
+    baseline_level: Mapping[str, float] = field(default_factory=dict)
     # Declared amounts of one call's work that differ from the baseline's at the same precision
     # ({"bytes_moved": (baseline, candidate)}): the two runs timed different workloads.
     work_change: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -314,26 +323,44 @@ def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMar
     run-to-run noise the baseline label's history shows for this test (with no history, the
     documented defaults of :data:`stats.DEFAULT_NOISE_FLOOR`), capped at ``gate.max_margin``;
     a test whose floor exceeds the cap is too noisy to gate here."""
-    runs = [*entry.history_samples, entry.samples_s]
-    known = [*entry.history_quantiles_s, *([{}] * (len(runs) - len(entry.history_quantiles_s)))]
     result = {}
     for name in GATED_QUANTILES:
         q = QUANTILES[name]
-        # A summary-only run (no samples) counts with the quantiles it recorded, in time order;
-        # the label's steps are taken out (gate.history): a floor computed across a step is the
+        # The label's steps are taken out (gate.history): a floor computed across a step is the
         # step.
-        per_run = level_segments(
-            [
-                float(stats.hd_quantiles(s, [q])[0]) if s.size else known[i][name]
-                for i, s in enumerate(runs)
-                if s.size or name in known[i]
-            ]
-        )
+        per_run = level_segments(_per_run_quantiles(entry, name))
         floor = stats.noise_floor(per_run, default=stats.default_noise_floor(q), robust=True)
         result[name] = stats.gate_margin(
             context.min_effect.get(name, 0.0), floor, max_margin=context.max_margin
         )
     return result
+
+
+def _per_run_quantiles(entry: BaselineEntry, name: str) -> list[float]:
+    """One gated quantile of each of the label's runs, oldest first, the latest run last; a
+    summary-only run (no samples) counts with the quantiles it recorded."""
+    runs = [*entry.history_samples, entry.samples_s]
+    known = [*entry.history_quantiles_s, *([{}] * (len(runs) - len(entry.history_quantiles_s)))]
+    q = QUANTILES[name]
+    return [
+        float(stats.hd_quantiles(s, [q])[0]) if s.size else known[i][name]
+        for i, s in enumerate(runs)
+        if s.size or name in known[i]
+    ]
+
+
+def baseline_levels(entry: BaselineEntry) -> dict[str, float]:
+    """Each gated quantile's latest baseline run over the label's level (the median of its
+    last runs, :func:`gate.history.latest_run_level`); only the quantiles with three or more
+    runs to tell."""
+    levels = {}
+    for name in GATED_QUANTILES:
+        per_run = _per_run_quantiles(entry, name)
+        if len(per_run) >= 3 and entry.samples_s.size:
+            level = latest_run_level(per_run)
+            if math.isfinite(level):
+                levels[name] = level
+    return levels
 
 
 def _at_look(
@@ -708,6 +735,7 @@ def evaluate(
         fail_thresholds=context.fail_thresholds if entry is not None else {},
         same_code=context.same_code and entry is not None,
         history_runs=len(entry.history_samples) + 1 if entry is not None else 0,
+        baseline_level=baseline_levels(entry) if entry is not None else {},
         work_change=work,
         involuntary_switches=watched.host.involuntary_switches
         if watched is not None and watched.host is not None

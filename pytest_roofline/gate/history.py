@@ -43,9 +43,11 @@ from pytest_roofline.stats.quantiles import hd_quantiles
 
 __all__ = [
     "DIRTY_SUFFIX",
+    "LEVEL_RUNS",
     "HistoryDrift",
     "cumulative_drift_check",
     "label_drift",
+    "latest_run_level",
     "level_segments",
     "since_last_step",
 ]
@@ -88,6 +90,32 @@ def level_segments(per_run: Sequence[float]) -> list[float]:
     for start, stop in itertools.pairwise(bounds[:-1]):
         shifted[start:stop] += level - float(np.nanmean(logs[start:stop]))
     return [float(v) if math.isfinite(v) else math.nan for v in np.exp(shifted)]
+
+
+LEVEL_RUNS = 5
+"""Runs of a label (the latest and those before it, since its last step) whose median value
+is the label's level for :func:`latest_run_level`."""
+
+
+def latest_run_level(per_run: Sequence[float], *, runs: int = LEVEL_RUNS) -> float:
+    """The latest run's value over the median of the label's last ``runs`` runs since its last
+    step (oldest first); NaN with fewer than three usable runs there.
+
+    A two-run comparison is against the latest run, and that run's process drew its own speed
+    for each test: in stop 45's A/A runs a label's three runs of an attention decode read p50
+    354, 375 and 286 µs, and every candidate compared with the 286 µs run read slower
+    (x1.14-x4.59). Below 1, the latest run is faster than the label's level, and a ratio against
+    it overstates a slowdown by that much.
+
+    >>> round(latest_run_level([354e-6, 375e-6, 286e-6]), 3)
+    0.808
+    >>> latest_run_level([1.0, 1.1])
+    nan
+    """
+    recent = [v for v in since_last_step(per_run)[-runs:] if math.isfinite(v) and v > 0]
+    if len(recent) < 3 or not math.isfinite(per_run[-1]) or not per_run[-1] > 0:
+        return math.nan
+    return float(per_run[-1] / np.median(recent))
 
 
 @dataclass(frozen=True, slots=True)

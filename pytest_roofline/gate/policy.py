@@ -325,17 +325,27 @@ def _regression(
         return
     floor = margin.history_floor if margin is not None else 0.0
     unattributed = _unattributed(e, name, c)
+    # Against a baseline run faster than its label's level, the ratio overstates the change
+    # by that much: the bar is cleared against the level (never a lower bound raised by it).
+    level = e.baseline_level.get(name, 1.0) if unattributed is not None else 1.0
+    level = level if 0.0 < level < 1.0 else 1.0
     if (
         unattributed is not None
         and margin is not None
-        and not c.ci.low >= 1.0 + max(floor, margin.max_margin)
+        and not c.ci.low * level >= 1.0 + max(floor, margin.max_margin)
     ):
         reason, need = unattributed
+        against = (
+            f", x{c.ci.low * level:.3f} against the label's level, which its latest run, the "
+            f"one compared with, read x{level:.3f} of"
+            if level < 1.0
+            else ""
+        )
         escalate.append(
             f"{text}, but {reason}: below x{1 + margin.max_margin:g} (lower bound "
-            f"x{c.ci.low:.3f}) a shift between the two processes is as likely as any change"
+            f"x{c.ci.low:.3f}{against}) a shift between the two processes is as likely as any "
+            "change" + ("" if e.same_code else settle)
             # On the same commit paired rounds would compare the code with itself.
-            + ("" if e.same_code else settle)
         )
         missing.append(need)
         return
@@ -414,6 +424,9 @@ def _unattributed(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[st
     ignores a one-off slow run by design. Stop 45: with a label of 3 runs and confirmation off,
     an unchanged 17 µs GEMM read p50 x1.776 [1.585, 1.893] against a floor of +29% and
     reproduced on replay (1 of 288 A/A test-runs, ``docs/validation/aa_confirm_never_stop45.txt``).
+    The caller clears that bar against the label's level where the latest run, the one compared
+    with, sat below it (``TestEvidence.baseline_level``): on the x2 bar an unchanged decode still
+    read p50 x4.59 [2.305, 6.781] against a latest run at x0.808 of its label's median run.
     The reason names the first that applies: the same clean commit (nothing in the tracked
     code changed, so any shift is the host's or the process's); a label of fewer than
     :data:`MEASURED_FLOOR_RUNS` runs (its floor is the documented default, not this test's own

@@ -14,6 +14,7 @@ from pytest_roofline.gate.history import (
     DIRTY_SUFFIX,
     cumulative_drift_check,
     label_drift,
+    latest_run_level,
     level_segments,
     since_last_step,
 )
@@ -173,3 +174,34 @@ def test_a_drift_over_runs_of_one_clean_commit_is_noted_not_escalated() -> None:
     decision = decide_test(evidence)
     assert decision.decision == "ship"
     assert any("noted, not escalated" in r for r in decision.reasons)
+
+
+def test_the_latest_run_is_measured_against_the_median_of_the_label_since_its_last_step() -> None:
+    # Stop 45: an attention decode's label read p50 354, 375 and 286 µs; the 286 µs run, the
+    # one every candidate was compared with, is x0.808 of the label's level.
+    assert latest_run_level([354e-6, 375e-6, 286e-6]) == pytest.approx(286 / 354)
+    assert np.isnan(latest_run_level([1.0, 1.1]))
+    assert np.isnan(latest_run_level([1.0, 1.1, float("nan")]))
+    # Only the last five runs count, and a step moves the level to the runs since it.
+    assert latest_run_level([9.0, 9.0, 1.0, 1.0, 1.0, 1.0, 1.2]) == pytest.approx(1.2)
+    stepped = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 2.0, 2.02, 1.98, 2.0, 2.01, 1.99, 2.0]
+    assert latest_run_level(stepped) == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_evidence_carries_how_far_the_latest_baseline_run_sat_below_its_label() -> None:
+    rng = np.random.default_rng(45)
+    entry = BaselineEntry(
+        run_samples(rng, 0.8),
+        None,
+        {},
+        history_samples=(run_samples(rng, 1.0), run_samples(rng, 1.05)),
+    )
+    found = evaluate(result(run_samples(rng, 1.0)), entry, EvidenceContext(), target=None)
+    assert found.baseline_level["p50"] == pytest.approx(0.8, rel=0.03)
+    young = evaluate(
+        result(run_samples(rng, 1.0)),
+        BaselineEntry(run_samples(rng, 0.8), None, {}, history_samples=(run_samples(rng, 1.0),)),
+        EvidenceContext(),
+        target=None,
+    )
+    assert young.baseline_level == {}
