@@ -336,8 +336,8 @@ def _regression(
     ):
         reason, need = unattributed
         against = (
-            f", x{c.ci.low * level:.3f} against the label's level, which its latest run, the "
-            f"one compared with, read x{level:.3f} of"
+            f" against the baseline run, which read x{level:.3f} of its label's median of recent "
+            f"runs: x{c.ci.low * level:.3f} against that median"
             if level < 1.0
             else ""
         )
@@ -363,11 +363,16 @@ def _regression(
         factor, host_text = waits
         cap = margin.max_margin if unattributed is not None and margin is not None else 0.0
         bar = 1.0 + max(floor, cap)
-        if not c.ci.low >= bar * factor:
+        if not c.ci.low * level >= bar * factor:
             escalate.append(
                 f"{text}, but {host_text}: waits for a CPU can account for about x{factor:.2f} "
                 f"of its calls' time, so without paired rounds a rollback needs a lower bound of "
                 f"x{bar * factor:.3f} or more"
+                + (
+                    f" against its label's median of recent runs (lower bound x{c.ci.low * level:.3f})"
+                    if level < 1.0
+                    else ""
+                )
                 + (f" ({confirmation.reason})" if confirmation else "")
                 # On the same commit paired rounds would compare the code with itself.
                 + ("" if e.same_code else settle)
