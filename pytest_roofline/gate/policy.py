@@ -686,9 +686,14 @@ def _drift_settled_by_paired_rounds(e: TestEvidence) -> bool:
         return False
     assessed = [name for name, c in e.comparisons.items() if c.verdict != "insufficient"]
     paired = confirmation.comparisons
-    return bool(assessed) and all(
-        name in paired and paired[name].outcome == "same" for name in assessed
-    )
+    if not assessed:
+        # The first look assessed nothing (stop 45's fresh clones: a 4 ms conv drifting -16%,
+        # 52 and 100 samples): what the rounds assessed decides, and it must include p50, which
+        # a test needs SAME to ship.
+        assessed = [name for name, c in paired.items() if c.verdict != "insufficient"]
+        if "p50" not in assessed:
+            return False
+    return all(name in paired and paired[name].outcome == "same" for name in assessed)
 
 
 DESCHEDULED_CPU_SHARE = 0.8
