@@ -141,6 +141,8 @@ class BaselineEntry:
     history_quantiles_s: tuple[Mapping[str, float], ...] = ()
     # The baseline run's CPU share while sampling (task-clock per busy thread; None without it).
     cpu_share: float | None = None
+    # The host canary's reason when the baseline run measured this test on a disturbed host.
+    host_disturbed: str | None = None
 
     @classmethod
     def of(
@@ -160,6 +162,9 @@ class BaselineEntry:
             commits=tuple(commits),
             history_quantiles_s=tuple(history_quantiles_s),
             cpu_share=measurement.counters.cpu_share if measurement.counters else None,
+            host_disturbed=measurement.host.reason
+            if measurement.host is not None and measurement.host.state == "disturbed"
+            else None,
         )
 
 
@@ -303,6 +308,9 @@ class TestEvidence:
     host_wall_s: float | None = None
     # The baseline run's ``cpu_share`` for this test (None: no baseline, or no task-clock).
     baseline_cpu_share: float | None = None
+    # The canary's reason when the baseline run measured this test on a disturbed host: a SAME
+    # against that measurement shows nothing (``BaselineEntry.host_disturbed``).
+    baseline_disturbed: str | None = None
     # Runs of the baseline label behind the margins' noise floor (0: no baseline): below
     # MEASURED_FLOOR_RUNS the floor is the documented default, not this test's own noise.
     history_runs: int = 0
@@ -747,6 +755,7 @@ def evaluate(
         if watched is not None and watched.host is not None
         else None,
         baseline_cpu_share=entry.cpu_share if entry is not None else None,
+        baseline_disturbed=entry.host_disturbed if entry is not None else None,
         # Within one run, so the user's smallest p50 effect is the margin: the label's
         # run-to-run noise floor is not noise between a soak's windows.
         soak=assess_soak(

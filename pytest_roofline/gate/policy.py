@@ -670,6 +670,28 @@ def _drift_stays_inside_margins(e: TestEvidence) -> bool:
     )
 
 
+def _disturbed_baseline(e: TestEvidence, escalate: list[str], missing: list[str]) -> None:
+    """A test the baseline run measured while the host canary read the host disturbed ships on
+    no comparison with that measurement: against a baseline slowed by the host, a slower code
+    reads SAME (CI, stop 45: the demo's baseline measured a 4 ms GEMM at 19.7 ms with the GEMM
+    canary at x14 and a CPU share of 0.27, and the x4.5 candidate read p50 x0.875 [0.419, 1.278],
+    SAME, and shipped). Paired rounds against the baseline's commit, which measure that side
+    anew, settle it when they were made."""
+    confirmation = e.confirmation
+    if (
+        confirmation is not None
+        and confirmation.state in ("confirmed", "overturned")
+        and not confirmation.disputed
+    ):
+        return
+    escalate.append(
+        f"the baseline run measured it while the host was disturbed ({e.baseline_disturbed}): "
+        "a comparison with that measurement cannot show the code unchanged; save the baseline "
+        "again on a quiet host" + _settle(e)
+    )
+    missing.append("a baseline measured on a quiet host")
+
+
 def _drift_settled_by_paired_rounds(e: TestEvidence) -> bool:
     """Whether paired rounds against the baseline's commit found every assessed quantile SAME:
     their windows alternate, so the host's drift through the run slows both sides alike, and
@@ -975,6 +997,8 @@ def decide_test(e: TestEvidence) -> TestDecision:
                 f"bound class may have changed {e.bound_change.base} -> {e.bound_change.cand}: {e.bound_change.reason}"
             )
 
+    if e.baseline_disturbed is not None and e.comparisons and not rollback:
+        _disturbed_baseline(e, escalate, missing)
     if e.drift is not None and e.drift.drifting:
         text = (
             f"latency drifts within the run (Kendall tau {e.drift.tau:.2f}, p={e.drift.p_value:.2g}, "

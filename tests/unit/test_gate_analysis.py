@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,12 @@ def result(
         None,
         Measurement(sample_set, declared, (), None),
     )
+
+
+def measured_on(data: np.ndarray, host: HostRecord | None) -> TestResult:
+    """A baseline result whose test was measured while the host canary read ``host``."""
+    plain = result("t::a", data)
+    return replace(plain, measurement=replace(plain.measurement, host=host))
 
 
 def test_the_margin_is_the_default_noise_floor_without_history_and_follows_a_quiet_history_down() -> (
@@ -150,6 +157,31 @@ def test_a_replay_too_autocorrelated_to_assess_that_moved_back_does_not_reproduc
     assert evidence.replay is not None and evidence.replay.reproduced is False
     assert evidence.replay.autocorrelated == ()
     assert decide_test(evidence).decision == "escalate"
+
+
+def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
+    # CI, stop 45: the demo's baseline run measured the fp32-n512 GEMM while the stream and GEMM
+    # canaries read x14 (CPU share 0.27), at 19.7 ms; the candidate's x4.5 GEMM read p50 x0.875
+    # [0.419, 1.278] against it, SAME, and shipped.
+    rng = np.random.default_rng(46)
+    disturbed = HostRecord("disturbed", "host disturbed around the test: gemm canary x13.99")
+    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), disturbed))
+    evidence = evaluate(
+        result("t::a", samples(rng, 18.6e-3, 40)), base, EvidenceContext(replay=0), target=None
+    )
+    assert evidence.comparisons["p50"].outcome == "same"
+    decision = decide_test(evidence)
+    assert decision.decision == "escalate"
+    assert any(
+        "the baseline run measured it while the host was disturbed (host disturbed around the "
+        "test: gemm canary x13.99)" in r
+        for r in decision.reasons
+    ), decision.reasons
+    quiet = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), None))
+    calm = evaluate(
+        result("t::a", samples(rng, 18.6e-3, 40)), quiet, EvidenceContext(replay=0), target=None
+    )
+    assert decide_test(calm).decision == "ship"
 
 
 def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_session() -> None:
