@@ -24,6 +24,7 @@ from pytest_roofline.gate.policy import decide_test
 from pytest_roofline.gate.record import test_record as record_of_test
 from pytest_roofline.gate.run import _with_bh, replay_command
 from pytest_roofline.hardware.target import target_from_mapping
+from pytest_roofline.measure.canary import WindowJudgement
 from pytest_roofline.measure.counters import CounterReading
 from pytest_roofline.measure.host import HOST_FIELDS, HostEvidence
 from pytest_roofline.measure.hostwatch import HostRecord
@@ -107,16 +108,12 @@ def test_a_doubling_triggers_a_replay_and_an_unchanged_test_does_not() -> None:
     assert not should_replay(samples(rng, 2e-3), entry, EvidenceContext(replay=0), "t::a")
 
 
-def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_regression() -> (
-    None
-):
-    # Stop 44's demo: a GEMM x4.5 (x4.9 on its first look) established on its first look; its
-    # replay read x5.35 with the interval [5.18, 6.33] but its 47 samples drifted, p50's
-    # effective sample size 4 < 5, and the test escalated as "not reproduced" instead of
-    # rolling back.
-    rng = np.random.default_rng(7)
+def replayed_after_drift(*, seed: int, replay_level: float) -> tuple[Any, Any]:
+    """A first look x4.5 over a 1 ms baseline, replayed on 47 samples drifting by 10% from
+    ``replay_level``: the evidence, and the replay's own p50 comparison."""
+    rng = np.random.default_rng(seed)
     base = samples(rng, 1e-3, 200)
-    drifting = 4.5e-3 * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
+    drifting = replay_level * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
     context = EvidenceContext(replay=1, family_size=1)
     evidence = evaluate(
         result("t::a", samples(rng, 4.5e-3, 200)),
@@ -128,6 +125,17 @@ def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_
     replayed = evaluate(
         result("t::a", drifting), BaselineEntry(base, None, {}), context, target=None
     ).comparisons["p50"]
+    return evidence, replayed
+
+
+def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_regression() -> (
+    None
+):
+    # Stop 44's demo: a GEMM x4.5 (x4.9 on its first look) established on its first look; its
+    # replay read x5.35 with the interval [5.18, 6.33] but its 47 samples drifted, p50's
+    # effective sample size 4 < 5, and the test escalated as "not reproduced" instead of
+    # rolling back.
+    evidence, replayed = replayed_after_drift(seed=7, replay_level=4.5e-3)
     assert replayed.verdict == "insufficient" and "autocorrelated" in replayed.reason
     assert evidence.replay is not None and evidence.replay.reproduced
     assert evidence.replay.autocorrelated == ("p50",)
@@ -139,24 +147,21 @@ def test_a_replay_as_slow_but_too_autocorrelated_to_assess_still_reproduces_the_
 
 
 def test_a_replay_too_autocorrelated_to_assess_that_moved_back_does_not_reproduce() -> None:
-    rng = np.random.default_rng(8)
-    base = samples(rng, 1e-3, 200)
-    drifting = 1e-3 * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
-    context = EvidenceContext(replay=1, family_size=1)
-    evidence = evaluate(
-        result("t::a", samples(rng, 4.5e-3, 200)),
-        BaselineEntry(base, None, {}),
-        context,
-        target=None,
-        replays=[drifting],
-    )
-    replayed = evaluate(
-        result("t::a", drifting), BaselineEntry(base, None, {}), context, target=None
-    ).comparisons["p50"]
+    evidence, replayed = replayed_after_drift(seed=8, replay_level=1e-3)
     assert replayed.verdict == "insufficient" and "autocorrelated" in replayed.reason
     assert evidence.replay is not None and evidence.replay.reproduced is False
     assert evidence.replay.autocorrelated == ()
     assert decide_test(evidence).decision == "escalate"
+
+
+def disturbed_host(gemm_ratio: float) -> HostRecord:
+    """A host record whose kept window read the GEMM canary ``gemm_ratio`` times its level."""
+    window = WindowJudgement(
+        "t::a", "disturbed", {"gemm": gemm_ratio}, {"gemm": 1.0}, {"gemm": 1.5}, ("gemm",), 0.0, 1.0
+    )
+    return HostRecord(
+        "disturbed", f"host disturbed around the test: gemm canary x{gemm_ratio}", windows=(window,)
+    )
 
 
 def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
@@ -164,8 +169,7 @@ def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
     # canaries read x14 (CPU share 0.27), at 19.7 ms; the candidate's x4.5 GEMM read p50 x0.875
     # [0.419, 1.278] against it, SAME, and shipped.
     rng = np.random.default_rng(46)
-    disturbed = HostRecord("disturbed", "host disturbed around the test: gemm canary x13.99")
-    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), disturbed))
+    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), disturbed_host(13.99)))
     evidence = evaluate(
         result("t::a", samples(rng, 18.6e-3, 40)), base, EvidenceContext(replay=0), target=None
     )
@@ -177,11 +181,17 @@ def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
         "test: gemm canary x13.99)" in r
         for r in decision.reasons
     ), decision.reasons
-    quiet = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), None))
-    calm = evaluate(
-        result("t::a", samples(rng, 18.6e-3, 40)), quiet, EvidenceContext(replay=0), target=None
-    )
-    assert decide_test(calm).decision == "ship"
+    # A quiet baseline, or one the host slowed by less than x3 (the project's check and a
+    # fresh clone at stop 45 escalated 17 and 2 of 24 unchanged tests on canaries of x1.2-x1.7),
+    # leaves the comparison to the margins.
+    for host in (None, disturbed_host(1.66)):
+        calm = evaluate(
+            result("t::a", samples(rng, 18.6e-3, 40)),
+            BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), host)),
+            EvidenceContext(replay=0),
+            target=None,
+        )
+        assert decide_test(calm).decision == "ship"
 
 
 def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_session() -> None:
