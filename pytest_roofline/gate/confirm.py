@@ -195,6 +195,7 @@ def needs_confirmation(
     min_effect: Mapping[str, float] | None = None,
     *,
     drifting: bool = False,
+    baseline_disturbed: bool = False,
 ) -> tuple[str, ...]:
     """The quantiles paired rounds are asked to settle: those a first look found DIFFERENT
     (a regression to confirm) or UNKNOWN with an interval (too noisy between runs, or not
@@ -203,7 +204,11 @@ def needs_confirmation(
     ``drifting`` (latency drifts within the run beyond what the margins absorb,
     :func:`pytest_roofline.gate.policy.drift_inside_margins`), every quantile with an interval:
     a drift makes the whole first look unreliable, and paired rounds, whose alternating windows
-    the host's drift slows alike, say whether it hides a regression.
+    the host's drift slows alike, say whether it hides a regression. With ``baseline_disturbed``
+    (the baseline run measured the test on a host slowed x3 or more,
+    ``BaselineEntry.host_disturbed``), every quantile with an interval too: against a slowed
+    baseline, SAME and "improved" say nothing (CI, stop 45: a x4.5 GEMM read p50 x0.875, SAME,
+    against a baseline slowed x14), and paired rounds measure the baseline's side anew.
 
     UNKNOWN is a reason to measure more (Pinpoint's loop; DESIGN.md section 6): a test whose
     label is too noisy between runs to gate on two-run evidence, or whose sampling cap ran out,
@@ -219,7 +224,9 @@ def needs_confirmation(
         if c.outcome == "different"
         or (
             c.verdict != "insufficient"
-            and (c.outcome == "unknown" or (drifting and c.outcome == "same"))
+            and (
+                c.outcome == "unknown" or ((drifting or baseline_disturbed) and c.outcome == "same")
+            )
         )
         or autocorrelated(c)
         or (min_effect is not None and shifted_inside_margin(c, min_effect.get(name, 0.0)))

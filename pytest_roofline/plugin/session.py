@@ -144,18 +144,27 @@ def _drifts_beyond_margins(record: TestRecord) -> bool:
     )
 
 
-def _asked_quantiles(record: TestRecord, gate: GateSettings) -> tuple[str, ...]:
+def _asked_quantiles(
+    record: TestRecord, entry: BaselineEntry | None, gate: GateSettings
+) -> tuple[str, ...]:
     """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks,
     SAME ones shifted beyond ``min_effect`` inside the label's margin, and every one of a test
-    whose latency drifted within the run)."""
+    whose latency drifted within the run or whose baseline the host slowed x3 or more)."""
     return needs_confirmation(
-        record.change or {}, gate.min_effect, drifting=_drifts_beyond_margins(record)
+        record.change or {},
+        gate.min_effect,
+        drifting=_drifts_beyond_margins(record),
+        baseline_disturbed=entry is not None and entry.host_disturbed is not None,
     )
 
 
-def _first_look_question(record: TestRecord, asked: tuple[str, ...]) -> str:
+def _first_look_question(
+    record: TestRecord, entry: BaselineEntry | None, asked: tuple[str, ...]
+) -> str:
     """What paired rounds are asked about a first look that found no regression."""
     change = record.change or {}
+    if entry is not None and entry.host_disturbed is not None:
+        return "the baseline run measured it on a disturbed host"
     if _drifts_beyond_margins(record):
         return "latency drifted within the run"
     if any(change[name].outcome == "unknown" for name in asked if name in change):
@@ -646,7 +655,7 @@ class RooflineSession:
         data: dict[str, Any] = {"result": result.to_dict(), "record": record.to_json()}
         regression = is_regression_check(record.change or {})
         settles = regression or self.settings.gate.confirm_time_s != 0
-        asked = _asked_quantiles(record, self.settings.gate)
+        asked = _asked_quantiles(record, entry, self.settings.gate)
         # A test whose declared work changed since the baseline is not judged on timing
         # (gate.policy): paired rounds would spend the confirmation time on nothing.
         same_work = entry is None or not work_change(entry.declared, measurement.declared)
@@ -661,7 +670,7 @@ class RooflineSession:
             report.sections.append(
                 (
                     "roofline",
-                    f"{record.symptom or _first_look_question(record, asked)}: awaiting paired rounds "
+                    f"{record.symptom or _first_look_question(record, entry, asked)}: awaiting paired rounds "
                     f"against {self.confirm_plan.commit} at the end of the session",
                 )
             )
@@ -737,7 +746,8 @@ class RooflineSession:
             f"a worktree of {plan.commit[:12]}"
             + (f" for up to {confirm_s:.0f} s" if required else "")
             + (
-                f", and settling {settling} undecided first look(s) (UNKNOWN, shifted, drifting or "
+                f", and settling {settling} undecided first look(s) (UNKNOWN, shifted, drifting, against a "
+                f"disturbed baseline or "
                 f"autocorrelated) for up to "
                 f"{settle_s:.0f} s"
                 if settling
@@ -745,7 +755,7 @@ class RooflineSession:
             )
         )
         found = confirm_tests(
-            {n: _asked_quantiles(self.records[n], gate) for n in nodeids},
+            {n: _asked_quantiles(self.records[n], self._entries.get(n), gate) for n in nodeids},
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,

@@ -48,6 +48,26 @@ def work(request):
         ramp = 1.0 + drift * (min(CALLS["calls"] / 150, 1.0) - 0.5)
         advance(kernel.MS * 1e-3 * slow * ramp * rng.lognormal(0.0, 0.03))
     return call
+
+# CANARY_X: the host canary reads the host that many times slower from the measured test's first
+# call on, and never recovers (a baseline saved on a disturbed host); unset, the canary is off.
+
+@pytest.hookimpl
+def pytest_roofline_canary(config):
+    if "CANARY_X" not in os.environ:
+        return None
+    from pytest_roofline.measure.canary import Canary, CanaryKernels, CanarySettings
+    slow = float(os.environ["CANARY_X"])
+    def kernel(ns):
+        def call():
+            advance(ns * 1e-9 * (slow if CALLS.get("calls") else 1.0))
+        return call
+    kernels = CanaryKernels(
+        calls={"python": kernel(250_000), "stream": kernel(800_000)},
+        spec={"python": "fake loop", "stream": "fake triad"},
+    )
+    settings = CanarySettings(budget_share=0.9, recovery_budget_share=0.9, recovery_max_reads=1)
+    return Canary(kernels, settings=settings, clock=CLOCK, sleep=advance)
 """
 )
 TESTS = """
@@ -345,3 +365,29 @@ def test_a_run_whose_latency_drifted_is_settled_by_paired_rounds(repo: Path, con
         assert "p50 could not be assessed on two-run evidence" in reasons, reasons
         assert "p50: not assessed" not in reasons, reasons
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_slower_commit_against_a_baseline_the_host_slowed_is_rolled_back_by_paired_rounds(
+    repo: Path,
+) -> None:
+    # CI, stop 45: a x4.5 GEMM read p50 x0.875, SAME, against a baseline the host slowed x14.
+    # Here a baseline is saved on a host the canary reads x4 slower (the kernel too), then
+    # commit B triples the work: against the slowed baseline it reads faster.
+    saved = run(repo, "--roofline-save=slowed", env={"CANARY_X": "4", "HOST_SLOW": "4"})
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    (repo / "kernel.py").write_text("MS = 6\n")
+    git(repo, "commit", "-q", "-am", "B: three times the work")
+    done = run(repo, "--roofline-baseline=slowed", "--roofline-json=out.json")
+    test = record_of(repo)
+    p50 = test["change"]["p50"]
+    assert p50["outcome"] == "same" and p50["ratio"] < 0.9, p50
+    assert "settling 1 undecided first look(s)" in done.stdout, done.stdout
+    # Paired rounds against commit A measure the baseline's side anew and find the x3.
+    assert test["confirmation"]["state"] == "confirmed", test["confirmation"]["reason"]
+    assert test["decision"] == "rollback", test["reasons"]
+    assert any(
+        "was measured against a baseline run on a disturbed host" in r
+        and "confirmed by paired rounds against the baseline" in r
+        for r in test["reasons"]
+    ), test["reasons"]
+    assert done.returncode == 1, done.stdout + done.stderr

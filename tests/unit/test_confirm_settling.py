@@ -107,6 +107,21 @@ def test_a_run_that_drifted_asks_every_quantile_with_an_interval() -> None:
     assert needs_confirmation(looks, GateSettings().min_effect, drifting=True) == ("p50", "p95")
 
 
+def test_a_first_look_against_a_baseline_measured_on_a_disturbed_host_asks_every_quantile() -> None:
+    # CI, stop 45: a x4.5 GEMM read p50 x0.875, SAME, against a baseline the host slowed x14.
+    # Against such a baseline SAME and "improved" say nothing; paired rounds measure that side anew.
+    looks = {
+        "p50": FirstLook("same", "ok", 0.05, "min_effect", ci_low=0.42),
+        "p95": FirstLook("same", "improved", 0.05, "min_effect", ci_low=0.20),
+        "p99": FirstLook("unknown", "insufficient", 0.05, "min_effect"),
+    }
+    assert needs_confirmation(looks, GateSettings().min_effect) == ()
+    assert needs_confirmation(looks, GateSettings().min_effect, baseline_disturbed=True) == (
+        "p50",
+        "p95",
+    )
+
+
 def test_a_quantile_too_autocorrelated_to_assess_is_asked_and_one_short_of_samples_is_not() -> None:
     min_effect = GateSettings().min_effect
     looks = {

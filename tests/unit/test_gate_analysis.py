@@ -12,6 +12,7 @@ import pytest
 from pytest_roofline.config.settings import DEFAULT_LAYERS
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.gate.compare import compare_stored_runs
+from pytest_roofline.gate.confirm import confirmation_from
 from pytest_roofline.gate.evidence import (
     BaselineEntry,
     EvidenceContext,
@@ -34,6 +35,8 @@ from pytest_roofline.model.document import ConfirmationRecord, QuantileChange, T
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
 from pytest_roofline.store import RunRecord, Store, StoredResult
+
+from .test_policy import comparison
 
 TARGET = target_from_mapping(
     "ci", {"peak_flops_per_s": {"fp32": 1e11}, "peak_bytes_per_s": {"dram": 1e10}}, where="test"
@@ -192,6 +195,37 @@ def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
             target=None,
         )
         assert decide_test(calm).decision == "ship"
+
+
+def settled_against_a_disturbed_baseline(paired_ratio: float) -> Any:
+    """A candidate that reads x0.45 of a baseline the host slowed x14, settled by paired rounds
+    against the baseline's commit that read p50 ``paired_ratio``."""
+    rng = np.random.default_rng(47)
+    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), disturbed_host(13.99)))
+    evidence = evaluate(
+        result("t::a", samples(rng, 9.0e-3, 40)), base, EvidenceContext(replay=0), target=None
+    )
+    assert evidence.comparisons["p50"].improvement
+    low, high = paired_ratio * 0.95, paired_ratio * 1.05
+    verdict = "regression" if low > 1.05 else "ok"
+    paired = {"p50": comparison(verdict, paired_ratio, low, high, quantile=0.5)}
+    found = confirmation_from(["p50"], paired, command="pytest-roofline ab ...", pairs=16)
+    return decide_test(replace(evidence, confirmation=found))
+
+
+def test_paired_rounds_decide_a_test_whose_baseline_the_host_slowed() -> None:
+    # Against a baseline measured at x14, a x4.5 slowdown can read "improved": the first look
+    # says nothing, and paired rounds that find the slowdown roll it back ...
+    slower = settled_against_a_disturbed_baseline(4.5)
+    assert slower.decision == "rollback", slower.reasons
+    assert any(
+        "measured against a baseline run on a disturbed host" in r
+        and "confirmed by paired rounds against the baseline" in r
+        for r in slower.reasons
+    ), slower.reasons
+    # ... and paired rounds that rule a change out let it ship.
+    same = settled_against_a_disturbed_baseline(1.0)
+    assert same.decision == "ship", same.reasons
 
 
 def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_session() -> None:
