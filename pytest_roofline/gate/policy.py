@@ -490,7 +490,8 @@ def _settled_by_paired_rounds(
     worker processes disagree on (``disputed``), whatever the second pair found. In a paired run
     (``ab``) the confirmation is that second pair's measurement of the run's own regression.
 
-    :param c: the first look's comparison (DIFFERENT or UNKNOWN).
+    :param c: the first look's comparison (DIFFERENT or UNKNOWN, or a SAME one paired rounds
+        found DIFFERENT: :func:`_overruled_by_paired_rounds`).
     :param text: the first look, as a reason line.
     :returns: whether paired rounds were made (and the reason lines were added).
     """
@@ -559,7 +560,7 @@ def _assessed_by_paired_rounds(
     """Decide a quantile the first look could not assess (its samples too autocorrelated,
     :func:`pytest_roofline.gate.confirm.autocorrelated`) by its paired rounds, where short
     alternating windows break the correlation up. A paired DIFFERENT that every pair of worker
-    processes finds rolls back, as the shifted path does (:func:`_shift_confirmed_by_paired_rounds`);
+    processes finds rolls back, as the shifted path does (:func:`_overruled_by_paired_rounds`);
     a paired SAME is noted. Anything else leaves it as it was: a tail not assessed (escape risk),
     a p50 that could not be compared (escalated: p50 must be SAME to ship). Measured in run 14b
     (docs/gate.md): 2 of 30 p99 x3 regressions shipped with the p99 not assessed (effective
@@ -615,11 +616,13 @@ def _overruled_by_paired_rounds(
       code reads SAME or even improved (CI, stop 45: a x4.5 GEMM read p50 x0.875 against a
       baseline slowed x14).
 
-    When they establish the change (DIFFERENT beyond the first look's margin, found by every
-    pair of worker processes), it is the code's and rolls back, as a confirmed first-look
-    regression does. Anything else leaves the first look as it was: paired rounds that do not
-    establish the change are no reason to doubt what two runs ruled out (a disturbed baseline
-    is escalated by :func:`_disturbed_baseline` unless the rounds overturned every quantile).
+    When they establish the change (DIFFERENT beyond the first look's margin, in a confirmation
+    every pair of worker processes agreed on: each found an asked quantile DIFFERENT, not
+    necessarily the same one, :func:`pytest_roofline.gate.confirm.replicated`), it is the
+    code's and rolls back, as a confirmed first-look regression does. Anything else leaves the
+    first look as it was: paired rounds that do not establish the change are no reason to doubt
+    what two runs ruled out (a disturbed baseline is escalated by :func:`_disturbed_baseline`
+    unless the rounds ruled a change out).
 
     :returns: whether it rolled back (the reason lines were added).
     """
@@ -635,11 +638,16 @@ def _overruled_by_paired_rounds(
     if paired is None or paired.outcome != "different" or e.same_code:
         return False
     if e.baseline_disturbed is not None:
-        text = (
-            f"{name} {_ci(c)} was measured against a baseline run on a disturbed host "
+        if confirmation.state != "confirmed":
+            return False
+        rollback.append(
+            f"{name} regressed: paired rounds against the baseline's commit find "
+            f"x{paired.ratio:.3f} {_interval(paired)} ({confirmation.reason}); the first look "
+            f"({_ci(c)}) was against a baseline run measured on a disturbed host "
             f"({e.baseline_disturbed})"
         )
-    elif c.improvement:
+        return True
+    if c.improvement:
         return False
     else:
         text = (
@@ -692,25 +700,39 @@ def _drift_stays_inside_margins(e: TestEvidence) -> bool:
     )
 
 
-def _disturbed_baseline(e: TestEvidence, escalate: list[str], missing: list[str]) -> None:
+def _disturbed_baseline(
+    e: TestEvidence, escalate: list[str], notes: list[str], missing: list[str]
+) -> None:
     """A test the baseline run measured while the host canary read the host disturbed ships on
     no comparison with that measurement: against a baseline slowed by the host, a slower code
     reads SAME (CI, stop 45: the demo's baseline measured a 4 ms GEMM at 19.7 ms with the GEMM
     canary at x14 and a CPU share of 0.27, and the x4.5 candidate read p50 x0.875 [0.419, 1.278],
     SAME, and shipped). Paired rounds against the baseline's commit, which measure that side
-    anew, settle it when they were made."""
+    anew, settle it when they ruled a change out: every asked quantile (each one with an
+    interval) SAME, and none they compared DIFFERENT (a tail the first look had too few samples
+    to ask about is compared there too). Rounds that confirmed a change rolled the test back
+    (:func:`_overruled_by_paired_rounds`) unless the code is the same: that stays escalated.
+    ``ab`` never gets here: its windows run without a host watch, so no entry of its is marked.
+    """
     confirmation = e.confirmation
-    if e.design == "paired" or (
+    paired = confirmation.comparisons if confirmation is not None else {}
+    different = sorted(name for name, c in paired.items() if c.outcome == "different")
+    if (
         confirmation is not None
         and confirmation.state == "overturned"
         and not confirmation.disputed
+        and not different
     ):
-        # ab measures both sides in alternating windows, a disturbed one judged per pair; and
-        # rounds that rule out every asked quantile (all of them with an interval, for a
-        # disturbed baseline) measured the baseline's side anew. Rounds that confirmed a
-        # change rolled the test back (:func:`_overruled_by_paired_rounds`), unless the code is
-        # the same: that stays escalated.
+        notes.append(
+            f"the baseline run measured it while the host was disturbed ({e.baseline_disturbed}); "
+            f"settled by {confirmation.reason}"
+        )
         return
+    if different and confirmation is not None:
+        escalate.append(
+            f"paired rounds against the baseline's commit find {', '.join(different)} DIFFERENT "
+            f"({confirmation.reason}), but that does not establish a regression here"
+        )
     escalate.append(
         f"the baseline run measured it while the host was disturbed ({e.baseline_disturbed}): "
         "a comparison with that measurement cannot show the code unchanged; save the baseline "
@@ -1027,7 +1049,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
             )
 
     if e.baseline_disturbed is not None and e.comparisons and not rollback:
-        _disturbed_baseline(e, escalate, missing)
+        _disturbed_baseline(e, escalate, notes, missing)
     if e.drift is not None and e.drift.drifting:
         text = (
             f"latency drifts within the run (Kendall tau {e.drift.tau:.2f}, p={e.drift.p_value:.2g}, "

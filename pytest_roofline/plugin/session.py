@@ -158,13 +158,10 @@ def _asked_quantiles(
     )
 
 
-def _first_look_question(
-    record: TestRecord, entry: BaselineEntry | None, asked: tuple[str, ...]
-) -> str:
-    """What paired rounds are asked about a first look that found no regression."""
+def _first_look_question(record: TestRecord, asked: tuple[str, ...]) -> str:
+    """What paired rounds are asked about a first look that found no regression (and raised no
+    other question: a disturbed baseline's is the record's symptom)."""
     change = record.change or {}
-    if entry is not None and entry.host_disturbed is not None:
-        return "the baseline run measured it on a disturbed host"
     if _drifts_beyond_margins(record):
         return "latency drifted within the run"
     if any(change[name].outcome == "unknown" for name in asked if name in change):
@@ -670,7 +667,7 @@ class RooflineSession:
             report.sections.append(
                 (
                     "roofline",
-                    f"{record.symptom or _first_look_question(record, entry, asked)}: awaiting paired rounds "
+                    f"{record.symptom or _first_look_question(record, asked)}: awaiting paired rounds "
                     f"against {self.confirm_plan.commit} at the end of the session",
                 )
             )

@@ -35,6 +35,7 @@ from pytest_roofline.model.document import ConfirmationRecord, QuantileChange, T
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.roofline import DeclaredWork
 from pytest_roofline.store import RunRecord, Store, StoredResult
+from pytest_roofline.vocabulary import QUANTILES
 
 from .test_policy import comparison
 
@@ -197,35 +198,79 @@ def test_a_baseline_measured_on_a_disturbed_host_earns_no_ship() -> None:
         assert decide_test(calm).decision == "ship"
 
 
-def settled_against_a_disturbed_baseline(paired_ratio: float) -> Any:
-    """A candidate that reads x0.45 of a baseline the host slowed x14, settled by paired rounds
-    against the baseline's commit that read p50 ``paired_ratio``."""
+def against_a_slowed_baseline(
+    paired_ratios: dict[str, float], *, host: HostRecord | None = None, **fields: Any
+) -> Any:
+    """A candidate that reads x0.45 of a baseline the host slowed x14 (or measured on ``host``),
+    with paired rounds against the baseline's commit that asked p50 and read ``paired_ratios``;
+    ``fields`` replace the evidence's (``same_code``)."""
     rng = np.random.default_rng(47)
-    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), disturbed_host(13.99)))
+    base_host = disturbed_host(13.99) if host is None else host
+    base = BaselineEntry.of(measured_on(samples(rng, 19.7e-3, 40), base_host))
     evidence = evaluate(
         result("t::a", samples(rng, 9.0e-3, 40)), base, EvidenceContext(replay=0), target=None
     )
     assert evidence.comparisons["p50"].improvement
-    low, high = paired_ratio * 0.95, paired_ratio * 1.05
-    verdict = "regression" if low > 1.05 else "ok"
-    paired = {"p50": comparison(verdict, paired_ratio, low, high, quantile=0.5)}
+    paired = {}
+    for name, ratio in paired_ratios.items():
+        low, high = ratio * 0.95, ratio * 1.05
+        # Beyond the margin +5%, inside it, or straddling it (neither established).
+        verdict = "regression" if low > 1.05 else "ok" if high < 1.05 else "suspect"
+        paired[name] = comparison(verdict, ratio, low, high, quantile=QUANTILES[name])
     found = confirmation_from(["p50"], paired, command="pytest-roofline ab ...", pairs=16)
-    return decide_test(replace(evidence, confirmation=found))
+    return decide_test(replace(evidence, confirmation=found, **fields))
 
 
-def test_paired_rounds_decide_a_test_whose_baseline_the_host_slowed() -> None:
+def test_paired_rounds_that_find_a_slowdown_against_a_slowed_baseline_roll_it_back() -> None:
     # Against a baseline measured at x14, a x4.5 slowdown can read "improved": the first look
-    # says nothing, and paired rounds that find the slowdown roll it back ...
-    slower = settled_against_a_disturbed_baseline(4.5)
+    # says nothing, and paired rounds that find the slowdown roll it back.
+    slower = against_a_slowed_baseline({"p50": 4.5})
     assert slower.decision == "rollback", slower.reasons
-    assert any(
-        "measured against a baseline run on a disturbed host" in r
-        and "confirmed by paired rounds against the baseline" in r
-        for r in slower.reasons
+    assert slower.reasons[0].startswith(
+        "p50 regressed: paired rounds against the baseline's commit find x4.500 [4.275, 4.725]"
     ), slower.reasons
-    # ... and paired rounds that rule a change out let it ship.
-    same = settled_against_a_disturbed_baseline(1.0)
+    assert (
+        "the first look (x0.468 [0.447, 0.486]) was against a baseline run measured on a "
+        "disturbed host (host disturbed around the test: gemm canary x13.99)" in slower.reasons[0]
+    )
+
+
+def test_paired_rounds_that_rule_a_change_out_against_a_slowed_baseline_let_it_ship() -> None:
+    same = against_a_slowed_baseline({"p50": 0.98})
     assert same.decision == "ship", same.reasons
+    assert any(
+        "the baseline run measured it while the host was disturbed" in n and "settled by" in n
+        for n in same.reasons
+    ), same.reasons
+
+
+@pytest.mark.parametrize(
+    ("paired", "fields", "found"),
+    [
+        # A tail the first look had too few samples to ask about reads DIFFERENT in the rounds:
+        # the asked p50 is SAME ("overturned"), but the x4 is not let through.
+        ({"p50": 0.98, "p99": 4.0}, {}, "paired rounds against the baseline's commit find p99"),
+        # The same commit on both sides: a paired DIFFERENT is the processes', not the code's.
+        ({"p50": 4.5}, {"same_code": True}, "paired rounds against the baseline's commit find p50"),
+        # Rounds that neither find nor rule out a change.
+        ({"p50": 1.05}, {}, "the baseline run measured it while the host was disturbed"),
+    ],
+)
+def test_anything_else_against_a_slowed_baseline_escalates(
+    paired: dict[str, float], fields: dict[str, Any], found: str
+) -> None:
+    decision = against_a_slowed_baseline(paired, **fields)
+    assert decision.decision == "escalate", decision.reasons
+    assert any(found in r for r in decision.reasons), decision.reasons
+    assert any("save the baseline again on a quiet host" in r for r in decision.reasons)
+
+
+def test_an_improvement_against_a_quiet_baseline_is_not_reopened_by_paired_rounds() -> None:
+    # Paired rounds are not asked about an improvement against a quiet baseline; a DIFFERENT
+    # they happen to report for it (asked about another quantile) does not overrule it.
+    decision = against_a_slowed_baseline({"p50": 4.5}, host=disturbed_host(1.66))
+    assert decision.decision == "ship", decision.reasons
+    assert any(n.startswith("p50 improved") for n in decision.reasons), decision.reasons
 
 
 def test_the_session_wide_bound_leaves_a_marginal_regression_unknown_in_a_large_session() -> None:
