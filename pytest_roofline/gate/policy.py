@@ -741,6 +741,22 @@ def _disturbed_baseline(
     missing.append("a baseline measured on a quiet host")
 
 
+def _slowdown_ruled_out_by_paired_rounds(e: TestEvidence) -> str | None:
+    """The paired rounds' reason when they found a two-run session's p50 SAME, ruling out the
+    slowdown an efficiency collapse stands for: the efficiency is the declared work over the
+    first look's time, so a first look's slow draw moves the class with no change of the code
+    (stop 46, a fresh clone of the README's commands: an unchanged triad read p50 x2.131, an
+    efficiency x0.44 and memory -> overhead; the rounds read p50 x1.053, SAME). ``None`` when
+    they did not, or were disputed; ``ab`` places the test on its paired p50 already."""
+    confirmation = e.confirmation
+    if e.design == "paired" or confirmation is None or confirmation.disputed:
+        return None
+    p50 = confirmation.comparisons.get("p50")
+    if p50 is None or p50.outcome != "same":
+        return None
+    return confirmation.reason or f"p50 SAME x{p50.ratio:.3f} {_interval(p50)}"
+
+
 def _drift_settled_by_paired_rounds(e: TestEvidence) -> bool:
     """Whether paired rounds against the baseline's commit found every assessed quantile SAME:
     their windows alternate, so the host's drift through the run slows both sides alike, and
@@ -1031,6 +1047,12 @@ def decide_test(e: TestEvidence) -> TestDecision:
             text = f"bound class changed {e.bound_change.base} -> {e.bound_change.cand}"
             if collapsed and timing_rollbacks:
                 rollback.append(f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f})")
+            elif collapsed and (ruled_out := _slowdown_ruled_out_by_paired_rounds(e)):
+                notes.append(
+                    f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f}) in the first "
+                    "look, but paired rounds against the baseline's commit rule out the slowdown "
+                    f"behind it ({ruled_out})"
+                )
             elif collapsed:
                 # The efficiency is the declared work over the measured time: a collapse is a
                 # slowdown, and rolls back only on the evidence a slowdown needs (a quiet host,

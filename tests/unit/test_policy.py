@@ -257,6 +257,14 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.5}, "escalate", "the slowdown behind it is not established"),
         ({"bound_change": BoundChange(True, False, "compute", "overhead", "r"), "efficiency_ratio": 0.02, "comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "host": HostCheck("disturbed", "gemm canary x40")}, "escalate", "the slowdown behind it is not established"),
         ({"bound_change": BoundChange(True, False, "memory", "compute", "r"), "efficiency_ratio": 0.95}, "ship", "bound class changed"),
+        # Stop 46, a fresh clone of the README's commands: an unchanged triad's first look read
+        # p50 x2.131 [1.744, 2.379], so its efficiency fell x0.44 and its class memory ->
+        # overhead; paired rounds against the baseline's commit read p50 x1.053 [0.196, 1.345],
+        # SAME. The collapse was that first look's slow draw, which the rounds rule out.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "comparisons": {"p50": comparison("regression", 2.131, 1.744, 2.379, quantile=0.5)}, "confirmation": Confirmation("overturned", "paired rounds: p50 SAME x1.053", {"p50": comparison("ok", 1.053, 0.196, 1.345, quantile=0.5, delta=0.35)})}, "ship", "bound class changed memory -> overhead with an efficiency collapse (x0.44) in the first look, but paired rounds against the baseline's commit rule out the slowdown behind it (paired rounds: p50 SAME x1.053)"),
+        # Rounds that leave p50 open, or that a second pair of processes disputed, do not.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "confirmation": Confirmation("inconclusive", "", {"p50": comparison("not detected", 1.2, 0.9, 1.6, quantile=0.5)})}, "escalate", "the slowdown behind it is not established"),
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "confirmation": Confirmation("overturned", "", {"p50": comparison("ok", 1.0, 0.9, 1.1, quantile=0.5)}, disputed=True)}, "escalate", "the slowdown behind it is not established"),
         # Faster, with less declared work (fp64 -> fp32): efficiency fell, nothing collapsed.
         ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.6, "comparisons": {"p50": comparison("ok", 0.6, 0.55, 0.65, quantile=0.5, improvement=True)}}, "ship", "bound class changed memory -> overhead"),
         # The same time on half the declared bytes (fp64 -> fp32): a precision change, not a collapse.
