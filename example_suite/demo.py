@@ -229,7 +229,7 @@ _TIMING_NOT_ENOUGH = (
     "the host runs slower than when the baseline",
     # The demo's baseline and candidate are the same clean commit (its changes come through an
     # environment variable), and its label has one run, so the noise floor is not measured: an
-    # unconfirmed change whose interval does not clear x2 escalates (fp16's GEMM, which numpy
+    # unconfirmed change whose interval does not clear x3 (x2 on another commit) escalates (fp16's GEMM, which numpy
     # runs without BLAS, slows only about 2.5x; on a busy host a GEMM's drifting samples read
     # x5.68 [1.07, 13.5] in one run here). Without paired rounds the same x2 bar holds for any
     # label since stop 45. Every such reason ends with this phrase.

@@ -41,7 +41,7 @@ def _gemm(decision: str, reason: str) -> dict[str, Any]:
     [
         # The demo's sides are the same clean commit (a fresh clone): seen under load, 2026-12-03.
         "p50 regressed x5.681 [1.074, 13.473] (margin +35%, 2.79 ms -> 15.8 ms), but the baseline "
-        "and this run are the same commit with no uncommitted changes: below x2 (lower bound "
+        "and this run are the same commit with no uncommitted changes: below x3 (lower bound "
         "x1.074) a shift between the two processes is as likely as any change",
         # A copy without git history: the label's one run leaves the floor unmeasured.
         "p50 regressed x2.300 [1.800, 2.900] (margin +35%, 1 ms -> 2.3 ms), but the label has 1 "

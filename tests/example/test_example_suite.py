@@ -103,7 +103,7 @@ def test_the_demo_shows_every_decision_of_its_table(tmp_path: Path) -> None:
         # under xdist) or its descheduling; or the escalation says the timing did not establish
         # the slowdown (a bound-class change "not established by the timing evidence", beside
         # a GEMM that named 73% contention: a CI run of stop 26; or, the demo's two sides being
-        # one clean commit, a change below x2 "a shift between the two processes is as likely
+        # one clean commit, a change below x3 "a shift between the two processes is as likely
         # as any change").
         host_evidence = (
             "host", "other processes used", "descheduled", "not established",

@@ -150,9 +150,9 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         # call waited (a fake clock has no host probe): the usual bar holds.
         ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.6}, "rollback", "p50 regressed x2.500"),
         ({"comparisons": {"p50": P50_X3_5MS}, "replay": REPRODUCED, "cpu_share": 0.6, "involuntary_switches": 80}, "rollback", "p50 regressed x3.000"),
-        # The same clean commit: the bar is x2 times the shares' ratio, with no `ab` command to
-        # settle it (it would compare the code with itself).
-        ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "same_code": True, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("unavailable", "the baseline is this commit", {}, command="pytest-roofline ab --baseline=abc")}, "escalate", "needs a lower bound of x4.000 or more (the baseline is this commit)"),
+        # The same clean commit: the bar is x3 (SAME_COMMIT_ROLLBACK_RATIO) times the shares'
+        # ratio, with no `ab` command to settle it (it would compare the code with itself).
+        ({"comparisons": {"p50": comparison("regression", 4.0, 3.5, 4.5, quantile=0.5, cand_s=4e-3)}, "replay": REPRODUCED, "same_code": True, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("unavailable", "the baseline is this commit", {}, command="pytest-roofline ab --baseline=abc")}, "escalate", "needs a lower bound of x6.000 or more (the baseline is this commit)"),
         # Paired rounds decide whatever the first look's CPU share was; paired mode's own
         # comparison timed both sides under the same conditions.
         ({"comparisons": {"p50": P50_X25}, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "confirmation": Confirmation("confirmed", "", {"p50": comparison("regression", 2.4, 2.2, 2.6, quantile=0.5)})}, "rollback", "confirmed by paired rounds"),
@@ -192,8 +192,11 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p95": SHIFTED}, "same_code": True, "confirmation": Confirmation("confirmed", "", {"p95": REGRESSION})}, "ship", "a regression of +37% is ruled out"),
         ({"comparisons": {"p95": SHIFTED}, "confirmation": Confirmation("unavailable", "the paired rounds had spent the session's 30 s")}, "ship", "a regression of +37% is ruled out"),
         # The same clean commit on both sides (README command 1 run twice): a reproduced x1.8 is
-        # not rolled back, a change past the x2 cap is.
-        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "same_code": True}, "escalate", "the same commit with no uncommitted changes: below x2"),
+        # not rolled back, nor (stop 46, the demo) an unchanged decode's p50 x3.395 [2.066,
+        # 4.497] reproduced in the same process; a change whose lower bound is past x3 is.
+        ({"comparisons": {"p95": REGRESSION}, "replay": REPRODUCED, "same_code": True}, "escalate", "the same commit with no uncommitted changes: below x3"),
+        ({"comparisons": {"p50": comparison("regression", 3.395, 2.066, 4.497, quantile=0.5)}, "replay": REPRODUCED, "same_code": True, "history_runs": 1}, "escalate", "the same commit with no uncommitted changes: below x3 (lower bound x2.066) a shift between the two processes is as likely as any change"),
+        ({"comparisons": {"p50": comparison("regression", 3.395, 2.066, 4.497, quantile=0.5)}, "replay": REPRODUCED, "history_runs": 1}, "rollback", "p50 regressed x3.395"),
         ({"comparisons": {"p95": comparison("regression", 4.0, 3.5, 4.5)}, "replay": REPRODUCED, "same_code": True}, "rollback", "p95 regressed x4.000"),
         ({"comparisons": {"p95": comparison("ok", 0.7, 0.65, 0.75, improvement=True)}}, "ship", "p95 improved x0.700"),
         ({"comparisons": {"p99": comparison("insufficient", math.nan, math.nan, math.nan, reason="n=120 < 299")}}, "ship", "not assessed (n=120 < 299): counted as escape risk"),
