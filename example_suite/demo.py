@@ -247,7 +247,8 @@ _TIMING_NOT_ENOUGH = (
 def host_excuse(test: Test) -> str | None:
     """Why the gate would not decide on this test's timing: the host canary saw the host
     disturbed during the test, or slower than when the baseline was recorded, or the change's
-    interval stayed below x2 without paired rounds (the demo's changes are not commits), or below
+    interval stayed below x3 without paired rounds (x2 on another commit; the demo's changes
+    are not commits, so its two sides are one commit), or below
     the bar raised by the waits for a CPU of a test preempted about once a call, or the samples
     were too autocorrelated for a verdict (None if not)."""
     for reason in test.get("reasons", ()):

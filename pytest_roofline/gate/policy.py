@@ -419,7 +419,7 @@ def _work_changed(e: TestEvidence) -> str:
     )
 
 
-SAME_COMMIT_ROLLBACK_RATIO = NEVER_SAME_RATIO
+SAME_COMMIT_ROLLBACK_RATIO = 3.0
 """The least lower bound (x3) at which a two-run regression between two runs of the same clean
 commit rolls back without paired rounds (with the label's floor and ``1 + gate.max_margin`` if
 higher). Nothing in the tracked code changed, so only a change the revision tags do not record
@@ -781,7 +781,7 @@ def _slowdown_ruled_out_by_paired_rounds(e: TestEvidence) -> str | None:
     p50 = confirmation.comparisons.get("p50")
     if p50 is None or p50.outcome != "same":
         return None
-    return confirmation.reason or f"p50 SAME x{p50.ratio:.3f} {_interval(p50)}"
+    return f"paired p50 SAME x{p50.ratio:.3f} {_interval(p50)}"
 
 
 def _drift_settled_by_paired_rounds(e: TestEvidence) -> bool:
@@ -1077,8 +1077,8 @@ def decide_test(e: TestEvidence) -> TestDecision:
             elif collapsed and (ruled_out := _slowdown_ruled_out_by_paired_rounds(e)):
                 notes.append(
                     f"{text} with an efficiency collapse (x{e.efficiency_ratio:.2f}) in the first "
-                    "look, but paired rounds against the baseline's commit rule out the slowdown "
-                    f"behind it ({ruled_out})"
+                    "look, but paired rounds against the baseline's commit find no slowdown "
+                    f"behind it ({ruled_out}): the first look's slow draw moved the class"
                 )
             elif collapsed:
                 # The efficiency is the declared work over the measured time: a collapse is a

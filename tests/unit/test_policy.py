@@ -136,8 +136,9 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "escalate", "(CPU share 0.50 against an unrecorded one in the baseline run, 111 involuntary context switches, about 1.4 per call): waits for a CPU can account for about x2.00 of its calls' time, so without paired rounds a rollback needs a lower bound of x4.000 or more"),
         # The baseline run waited as much: the shares leave nothing to account for.
         ({"comparisons": {"p50": P50_X25}, "replay": REPRODUCED, "cpu_share": 0.5, "baseline_cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x2.500"),
-        # The demo's x11 GEMM at a share of 0.42 clears x2 / 0.42.
-        ({"comparisons": {"p50": comparison("regression", 11.2, 10.6, 11.6, quantile=0.5, cand_s=11.2e-3)}, "replay": REPRODUCED, "cpu_share": 0.42, "involuntary_switches": 41, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x11.200"),
+        # The demo's x11 GEMM at a share of 0.42 clears x3 / 0.42 (its two sides are one clean
+        # commit).
+        ({"comparisons": {"p50": comparison("regression", 11.2, 10.6, 11.6, quantile=0.5, cand_s=11.2e-3)}, "replay": REPRODUCED, "same_code": True, "cpu_share": 0.42, "involuntary_switches": 41, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x11.200"),
         # The lower bound exactly at the raised bar rolls back.
         ({"comparisons": {"p50": comparison("regression", 4.2, 4.0, 4.4, quantile=0.5, cand_s=4.2e-3)}, "replay": REPRODUCED, "cpu_share": 0.5, "involuntary_switches": 111, "host_wall_s": 0.2, "history_runs": 1}, "rollback", "p50 regressed x4.200"),
         # A label with a measured floor: the bar is x2 without paired rounds all the same (the
@@ -264,7 +265,9 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         # p50 x2.131 [1.744, 2.379], so its efficiency fell x0.44 and its class memory ->
         # overhead; paired rounds against the baseline's commit read p50 x1.053 [0.196, 1.345],
         # SAME. The collapse was that first look's slow draw, which the rounds rule out.
-        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "comparisons": {"p50": comparison("regression", 2.131, 1.744, 2.379, quantile=0.5)}, "confirmation": Confirmation("overturned", "paired rounds: p50 SAME x1.053", {"p50": comparison("ok", 1.053, 0.196, 1.345, quantile=0.5, delta=0.35)})}, "ship", "bound class changed memory -> overhead with an efficiency collapse (x0.44) in the first look, but paired rounds against the baseline's commit rule out the slowdown behind it (paired rounds: p50 SAME x1.053)"),
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "comparisons": {"p50": comparison("regression", 2.131, 1.744, 2.379, quantile=0.5)}, "confirmation": Confirmation("overturned", "paired rounds: p50 SAME x1.053", {"p50": comparison("ok", 1.053, 0.196, 1.345, quantile=0.5, delta=0.35)})}, "ship", "bound class changed memory -> overhead with an efficiency collapse (x0.44) in the first look, but paired rounds against the baseline's commit find no slowdown behind it (paired p50 SAME x1.053 [0.196, 1.345]): the first look's slow draw moved the class"),
+        # ab places the test on its paired p50 already: its collapse is its own evidence.
+        ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "design": "paired", "confirmation": Confirmation("overturned", "", {"p50": comparison("ok", 1.0, 0.9, 1.1, quantile=0.5)})}, "escalate", "the slowdown behind it is not established"),
         # Rounds that leave p50 open, or that a second pair of processes disputed, do not.
         ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "confirmation": Confirmation("inconclusive", "", {"p50": comparison("not detected", 1.2, 0.9, 1.6, quantile=0.5)})}, "escalate", "the slowdown behind it is not established"),
         ({"bound_change": BoundChange(True, False, "memory", "overhead", "r"), "efficiency_ratio": 0.44, "confirmation": Confirmation("overturned", "", {"p50": comparison("ok", 1.0, 0.9, 1.1, quantile=0.5)}, disputed=True)}, "escalate", "the slowdown behind it is not established"),
