@@ -68,3 +68,22 @@ def test_a_required_rollback_escalated_for_another_reason_is_a_problem(demo: Mod
     outcomes = demo.check({"candidate": {"tests": [_gemm("escalate", reason)]}}, {})
     gemm = [o for o in outcomes if o.nodeid.startswith("test_gemm.py::")]
     assert [o.problem for o in gemm] == ["decided escalate, expected rollback"]
+
+
+def test_an_unchanged_test_rolled_back_fails_the_demo_and_an_escalated_one_does_not(
+    demo: ModuleType,
+) -> None:
+    # Stop 46: an unchanged decode rolled back at p50 x3.395 printed "~~" and the demo exited 0.
+    decode = "test_attention.py::test_decode[decode-b4-kv512]"
+
+    def outcome(decision: str) -> Any:
+        test = {"nodeid": decode, "decision": decision, "reasons": ["r"], "mean_s": 1.0}
+        (found,) = [
+            o for o in demo.check({"candidate": {"tests": [test]}}, {}) if o.nodeid == decode
+        ]
+        return found
+
+    rolled_back, escalated = outcome("rollback"), outcome("escalate")
+    assert rolled_back.problem == "decided rollback, expected ship"
+    assert demo.is_required(rolled_back, busy=True)
+    assert escalated.problem is not None and not demo.is_required(escalated, busy=False)
