@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -57,6 +57,7 @@ __all__ = [
     "PairedWorkersRun",
     "ShouldContinue",
     "SideSpec",
+    "SoloWorker",
     "TestWindows",
     "Window",
     "WindowSettings",
@@ -638,7 +639,128 @@ class _Worker:
         return dict(json.loads(data["probe"]))
 
 
-class PairedWorkers:
+WORKERS_SCRATCH_PREFIX = "roofline-workers-"
+KILL_AFTER_S = 10.0
+"""How long stopping workers may take before what is left is killed."""
+
+
+def _execnet() -> Any:
+    try:
+        import execnet
+    except ImportError:
+        raise RooflineError(
+            "paired mode drives its workers with execnet, which is not installed here: "
+            "pip install execnet (it comes with pytest-xdist)"
+        ) from None
+    return execnet
+
+
+def _end(group: Any, scratch: tempfile.TemporaryDirectory[str] | None, *, kill: bool) -> None:
+    """Exit every gateway of ``group`` (wait a little, then kill what is left); remove ``scratch``."""
+    if group is not None:
+        group.terminate(timeout=KILL_AFTER_S if not kill else 1.0)
+    if scratch is not None:
+        scratch.cleanup()
+
+
+_W = TypeVar("_W", bound="_Workers")
+
+
+class _Workers:
+    """Started on entering (killed if that fails), stopped on leaving: politely, unless an
+    exception (or ``KeyboardInterrupt``) is leaving with it."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self, *, kill: bool = False) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _W) -> _W:
+        try:
+            self.start()
+        except BaseException:
+            self.close(kill=True)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close(kill=exc_type is not None)
+
+
+class SoloWorker(_Workers):
+    """One persistent pytest worker on one tree, asked for single windows of a test.
+
+    A replay in a fresh process (:mod:`pytest_roofline.plugin.fresh_replay`) measures a test
+    again here, in a process that did not take the first look, under a paired worker's window
+    protocol (:mod:`pytest_roofline.plugin.ab_worker`). A context manager, as
+    :class:`PairedWorkers`: entering starts the worker and waits for its collection.
+    """
+
+    def __init__(
+        self,
+        spec: SideSpec,
+        settings: WindowSettings | None = None,
+        *,
+        log: Callable[[str], None] = lambda line: None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings or WindowSettings()
+        self._log = log
+        self._clock = clock
+        self._group: Any = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._worker: _Worker | None = None
+        self._windows = 0
+        self.collected: CollectInfo | None = None
+
+    def start(self) -> None:
+        """Start the worker and wait for its collection."""
+        execnet = _execnet()
+        self._scratch = tempfile.TemporaryDirectory(prefix=WORKERS_SCRATCH_PREFIX)
+        self._group = execnet.Group()
+        self._worker = _Worker(self.spec, self._group, Path(self._scratch.name), self.settings)
+        info = self.collected = self._worker.collected(self.settings.start_timeout_s)
+        self._log(
+            f"{self.spec.side} worker (pid {info.pid}): collected {len(info.ids)} tests, "
+            f"{len(info.measured)} measured, in {info.startup_s:.1f} s"
+        )
+
+    def window(self, nodeid: str, seconds: float) -> Window | str:
+        """One window of ``nodeid`` lasting about ``seconds``; the test's own message (a ``str``)
+        when it did not pass. A worker that dies or hangs raises :class:`WorkerError`."""
+        if self._worker is None:
+            raise RuntimeError("SoloWorker.window before start")
+        began = self._clock()
+        reply = self._worker.window(nodeid, seconds, self.settings.window_timeout_s)
+        wall = self._clock() - began
+        if reply.get("outcome") != "passed":
+            return f"{nodeid} {reply.get('outcome')}: {str(reply.get('message', '')).strip()}"
+        self._windows += 1
+        return _window(self.spec.side, nodeid, 0, self._windows - 1, reply, wall)
+
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the worker (politely unless ``kill``) and remove the scratch directory."""
+        try:
+            if not kill and self._worker is not None and self._worker.ask_stop():
+                try:
+                    self._worker.stopped(KILL_AFTER_S)
+                except WorkerError as exc:
+                    self._log(f"{self.spec.side} worker did not stop cleanly: {exc}")
+        finally:
+            _end(self._group, self._scratch, kill=kill)
+            self._group = None
+            self._scratch = None
+            self._worker = None
+
+
+class PairedWorkers(_Workers):
     """Two persistent pytest workers and the ABBA alternation between them; with
     ``settings.worker_pairs`` above 1, that many pairs of them, taking the window pairs in turn.
 
@@ -654,7 +776,7 @@ class PairedWorkers:
     :param clock: wall clock for the timing facts (seconds).
     """
 
-    KILL_AFTER_S = 10.0
+    KILL_AFTER_S = KILL_AFTER_S
 
     def __init__(
         self,
@@ -692,34 +814,12 @@ class PairedWorkers:
         return self.final_probe_pairs[0] if self.final_probe_pairs else {}
 
     # -- life cycle -------------------------------------------------------------------------
-    def __enter__(self) -> PairedWorkers:
-        try:
-            self.start()
-        except BaseException:
-            self.close(kill=True)
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close(kill=exc_type is not None)
-
     def start(self) -> None:
         """Start both workers and wait for their collections; see :meth:`__enter__`."""
-        try:
-            import execnet
-        except ImportError:
-            raise RooflineError(
-                "paired mode drives its workers with execnet, which is not installed here: "
-                "pip install execnet (it comes with pytest-xdist)"
-            ) from None
+        execnet = _execnet()
 
         began = self._clock()
-        self._scratch = tempfile.TemporaryDirectory(prefix="roofline-workers-")
+        self._scratch = tempfile.TemporaryDirectory(prefix=WORKERS_SCRATCH_PREFIX)
         scratch = Path(self._scratch.name)
         self._group = execnet.Group()
         # All start before any is waited for: interpreters, imports and collections overlap.
@@ -768,14 +868,10 @@ class PairedWorkers:
                             self._log(f"{side} worker did not stop cleanly: {exc}")
                     self.final_probe_pairs.append(probes)
         finally:
-            if self._group is not None:
-                # exit every gateway, wait a little, then kill what is left
-                self._group.terminate(timeout=self.KILL_AFTER_S if not kill else 1.0)
-                self._group = None
+            _end(self._group, self._scratch, kill=kill)
+            self._group = None
             self._pairs = []
-            if self._scratch is not None:
-                self._scratch.cleanup()
-                self._scratch = None
+            self._scratch = None
 
     @property
     def pids(self) -> dict[Side, int | None]:

@@ -67,6 +67,7 @@ __all__ = [
     "BaselineEntry",
     "Confirmation",
     "EvidenceContext",
+    "FreshReplay",
     "HostCheck",
     "QualityOutcome",
     "ReplayOutcome",
@@ -89,6 +90,10 @@ MIN_COUNTER_COMPLETENESS = 0.5
 DRIFT_WITHOUT_BASELINE = 0.10
 # Relative slack for quality values recorded without a tolerance (floating-point round-off).
 _QUALITY_RTOL = 1e-9
+
+
+FRESH_REPLAY_SALT = 1_000
+"""The bootstrap stream of a fresh-process replay's comparisons (same-process replays use 1, 2...)."""
 
 
 def rng_for(nodeid: str, salt: int = 0) -> np.random.Generator:
@@ -114,6 +119,10 @@ class EvidenceContext:
     fail_thresholds: Mapping[str, float] = field(default_factory=dict)
     # The baseline and this run are the same clean git commit: the code did not change.
     same_code: bool = False
+    # A two-run regression that would roll back without paired rounds must also reproduce when
+    # the test is measured again in a fresh pytest process (a live session with replays on;
+    # ``plugin.fresh_replay``): a same-process replay reproduces the process's own draw.
+    fresh_replay: bool = False
 
     @property
     def comparisons(self) -> int:
@@ -193,6 +202,27 @@ class ReplayOutcome:
     reproduced: bool | None
     ratios: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     autocorrelated: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FreshReplay:
+    """The test measured again in a fresh pytest process on this run's own tree and environment
+    (:mod:`pytest_roofline.plugin.fresh_replay`), for a two-run regression that would otherwise
+    roll back on one process's evidence.
+
+    ``samples_s`` is ``None`` when no replay could be made (``reason`` says why); ``host`` is the
+    canary's reason when the host was disturbed during the replay's window; ``comparisons`` are
+    filled in by :func:`evaluate` (the replay against the baseline, as the first look was).
+    """
+
+    samples_s: np.ndarray | None = None
+    reason: str = ""
+    host: str | None = None
+    comparisons: Mapping[str, stats.QuantileComparison] = field(default_factory=dict)
+
+    @property
+    def made(self) -> bool:
+        return self.samples_s is not None and self.samples_s.size > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +366,10 @@ class TestEvidence:
     # canary dropped as disturbed (None: not a paired run).
     pairs_run: int | None = None
     pairs_dropped: int = 0
+    # Whether a rollback without paired rounds needs a replay in a fresh process
+    # (``EvidenceContext.fresh_replay``), and that replay once made (None: not yet).
+    fresh_replay_due: bool = False
+    fresh_replay: FreshReplay | None = None
 
 
 def margins(entry: BaselineEntry, context: EvidenceContext) -> dict[str, GateMargin]:
@@ -601,10 +635,13 @@ def evaluate(
     replays: Sequence[np.ndarray] = (),
     common_mode: float = 1.0,
     confirmation: Confirmation | None = None,
+    fresh_replay: FreshReplay | None = None,
 ) -> TestEvidence:
     """Gather all evidence about one test (see the module docstring for the multiplicity rule).
 
     :param confirmation: the paired confirmation of a first-look regression, once made.
+    :param fresh_replay: the test measured again in a fresh process, once made (compared with
+        the baseline here, as the first look was).
     """
     measurement = result.measurement
     samples = measurement.samples_s
@@ -680,6 +717,19 @@ def evaluate(
             or threshold_hits(comparisons, context.fail_thresholds)
         ):
             replay = ReplayOutcome(False, 0, None)
+        if fresh_replay is not None and fresh_replay.made:
+            assert fresh_replay.samples_s is not None
+            fresh_replay = replace(
+                fresh_replay,
+                comparisons=_compare(
+                    entry.samples_s,
+                    fresh_replay.samples_s / common_mode,
+                    gate_margins,
+                    context,
+                    result.nodeid,
+                    salt=FRESH_REPLAY_SALT,
+                ),
+            )
         if target is not None and entry.declared is not None and baseline_summary.p50_s:
             baseline_point = target.place(entry.declared, baseline_summary.p50_s)
         if point is not None and baseline_point is not None:
@@ -775,4 +825,6 @@ def evaluate(
         )
         if measurement.soak is not None
         else None,
+        fresh_replay_due=context.fresh_replay and entry is not None,
+        fresh_replay=fresh_replay if entry is not None else None,
     )

@@ -30,6 +30,7 @@ from pytest_roofline.model.document import (
     CountersRecord,
     DeclaredRecord,
     DriftRecord,
+    FreshReplayRecord,
     HostRecordDoc,
     PlatformCell,
     PlatformTarget,
@@ -326,6 +327,7 @@ def test_record(
         platforms=platform_cells(measurement.declared, presets),
         host=_host(measurement.host, e),
         confirmation=_confirmation(e),
+        fresh_replay=_fresh_replay(e),
         soak=soak_record(e.soak) if e.soak is not None else None,
     )
 
@@ -424,6 +426,19 @@ def _confirmation(e: TestEvidence) -> ConfirmationRecord | None:
         pairs=found.pairs,
         pairs_dropped=found.pairs_dropped,
         stop=found.stop,
+    )
+
+
+def _fresh_replay(e: TestEvidence) -> FreshReplayRecord | None:
+    found = e.fresh_replay
+    if found is None:
+        return None
+    return FreshReplayRecord(
+        made=found.made,
+        reason=found.reason or None,
+        samples=int(found.samples_s.size) if found.samples_s is not None else None,
+        host=found.host,
+        change={name: change_record(c) for name, c in found.comparisons.items()},
     )
 
 

@@ -29,6 +29,7 @@ from pytest_roofline.gate.evidence import (
     BaselineEntry,
     Confirmation,
     EvidenceContext,
+    FreshReplay,
     evaluate,
 )
 from pytest_roofline.gate.history import DIRTY_SUFFIX
@@ -127,14 +128,18 @@ def evidence_context(
     layers: Mapping[str, Sequence[str]],
     target: HardwareTarget | None,
     machine: str,
+    fresh_replay: bool = False,
 ) -> EvidenceContext:
-    """The run-level facts each test's evaluation uses."""
+    """The run-level facts each test's evaluation uses (``fresh_replay``: a live session that can
+    measure a test again in a fresh process, which a rollback without paired rounds then needs
+    when replays are on)."""
     common = {
         "alpha": gate.alpha,
         "min_effect": gate.min_effect,
         "max_margin": gate.max_margin,
         "replay": gate.replay,
         "family_size": family_size,
+        "fresh_replay": fresh_replay and gate.replay > 0,
     }
     if baseline is None:
         return EvidenceContext(**common)  # type: ignore[arg-type]
@@ -231,9 +236,11 @@ def judge_test(
     replays: Sequence[np.ndarray] = (),
     common_mode: float = 1.0,
     confirmation: Confirmation | None = None,
+    fresh_replay: FreshReplay | None = None,
 ) -> TestRecord:
     """Evaluate and decide one test (``common_mode``: the run-wide shift to divide out;
-    ``confirmation``: the paired confirmation of a first-look regression, once made)."""
+    ``confirmation``: the paired confirmation of a first-look regression, once made;
+    ``fresh_replay``: the test measured again in a fresh process, once made)."""
     evidence = evaluate(
         result,
         entry,
@@ -242,6 +249,7 @@ def judge_test(
         replays=replays,
         common_mode=common_mode,
         confirmation=confirmation,
+        fresh_replay=fresh_replay,
     )
     return test_record(
         result,

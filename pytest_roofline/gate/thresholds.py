@@ -16,7 +16,7 @@ look must be replayed; the policy (:mod:`pytest_roofline.gate.policy`) adds
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pytest_roofline.stats import QuantileComparison
@@ -74,6 +74,8 @@ def threshold_reasons(
     replay_attempted: bool | None,
     replay_ratios: Mapping[str, tuple[float, ...]],
     host_disturbed: str | None = None,
+    fresh_problem: Callable[[str, float], tuple[str, str] | None] = lambda name, threshold: None,
+    fresh_seen: Callable[[str], str] = lambda name: "",
 ) -> ThresholdReasons:
     """The rule: a real change above a threshold rolls back once reproduced.
 
@@ -82,6 +84,10 @@ def threshold_reasons(
     :param replay_ratios: each quantile's ratio in every replay.
     :param host_disturbed: why the host canary saw a disturbance, or ``None``: a change seen
         on a disturbed host is not established.
+    :param fresh_problem: why a change the replays reproduced may not roll back yet, given the
+        quantile and its threshold (``(reason, missing evidence)``; ``None``: it may): a replay
+        in a fresh process must find it too (``gate.policy``).
+    :param fresh_seen: what that replay found, appended to a rollback's reason.
 
     A quantile the gate itself found DIFFERENT is left to the gate (its reason already says
     so), so one change is never counted twice.
@@ -103,10 +109,13 @@ def threshold_reasons(
                 f"{text}, but the host was disturbed during the test ({host_disturbed})"
             )
         elif replay_attempted is True:
-            if replayed and all(r >= 1 + threshold for r in replayed):
-                rollback.append(f"{text}, reproduced on replay")
-            else:
+            if not (replayed and all(r >= 1 + threshold for r in replayed)):
                 escalate.append(f"{text}, but it did not reproduce on replay")
+            elif (problem := fresh_problem(name, threshold)) is not None:
+                escalate.append(f"{text}, reproduced on replay, but {problem[0]}")
+                missing.append(problem[1])
+            else:
+                rollback.append(f"{text}, reproduced on replay{fresh_seen(name)}")
         elif replay_attempted is False:
             escalate.append(f"{text}, not yet confirmed by a replay")
             missing.append("replay")

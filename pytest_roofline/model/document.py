@@ -86,6 +86,7 @@ __all__ = [
     "CountersRecord",
     "DeclaredRecord",
     "DriftRecord",
+    "FreshReplayRecord",
     "GateRecord",
     "HostRecordDoc",
     "MethodRecord",
@@ -398,6 +399,23 @@ class ConfirmationRecord(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class FreshReplayRecord(Record):
+    """The test measured again in a fresh pytest process (``tests[].fresh_replay``): a two-run
+    regression that would roll back without paired rounds must reproduce there too.
+
+    ``made`` is false when no replay could be made (``reason`` says why); ``samples`` is its
+    sample count, ``host`` the canary's reason when the host was disturbed during it, and
+    ``change`` its comparisons with the baseline.
+    """
+
+    made: bool = False
+    reason: str | None = None
+    samples: int | None = None
+    host: str | None = None
+    change: Mapping[str, QuantileChange] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SoakWindowRecord(Record):
     """One window of a soak (``tests[].soak.windows[]``): latency and the host beside it.
 
@@ -599,6 +617,8 @@ class TestRecord(Record):
     platforms: Mapping[str, PlatformCell] = field(default_factory=dict)
     host: HostRecordDoc | None = None
     confirmation: ConfirmationRecord | None = None
+    # The test measured again in a fresh process (plugin.fresh_replay), where that was due.
+    fresh_replay: FreshReplayRecord | None = None
     # Set for a test that used the ``benchmark`` fixture (plugin.benchmark_options).
     benchmark: BenchmarkInfo | None = None
     # The label's last runs (issue 14; ``run.trend`` names them).
@@ -606,7 +626,15 @@ class TestRecord(Record):
     # Set for a soaked test (``--roofline-soak``, marker ``soak=``).
     soak: SoakRecord | None = None
 
-    _OMIT_IF_NONE = ("paired", "host", "confirmation", "benchmark", "trend", "soak")
+    _OMIT_IF_NONE = (
+        "paired",
+        "host",
+        "confirmation",
+        "fresh_replay",
+        "benchmark",
+        "trend",
+        "soak",
+    )
 
     def _derived(self) -> Mapping[str, Any]:
         return {

@@ -52,6 +52,7 @@ __all__ = [
     "confirm_tests",
     "confirmation_alpha",
     "plan_confirmation",
+    "side_spec",
     "window_for",
     "worker_args",
 ]
@@ -227,6 +228,33 @@ def worker_args(invocation_args: Sequence[str], nodeids: Sequence[str]) -> tuple
             kept.append(arg)  # -pNAME
         i += 1
     return (*kept, *nodeids)
+
+
+def side_spec(
+    side: Side,
+    workdir: Path,
+    scratch: Path,
+    invocation_args: Sequence[str],
+    nodeids: Sequence[str],
+    store_path: Path | None,
+) -> SideSpec:
+    """How to start a worker of this session's tests on ``workdir``: this interpreter, the
+    tree first on the import path (ahead of an editable install), the collection-shaping
+    arguments (:func:`worker_args`), and a scratch store in ``scratch`` seeded with the user's
+    cached host calibration (no recalibration in the worker)."""
+    store = scratch / f"{side}.sqlite"
+    if store_path is not None:
+        with Store.open(store, create=True) as seed:
+            copy_calibrations(store_path, seed, calibration_key())
+    return SideSpec(
+        side=side,
+        python=sys.executable,
+        workdir=workdir,
+        sys_path=(workdir,),
+        env=side_env(workdir, os.environ),
+        pytest_args=worker_args(invocation_args, nodeids),
+        store_path=store,
+    )
 
 
 CONFIRM_ALPHA = 0.01
@@ -439,29 +467,14 @@ def _measure(
 ) -> dict[str, Confirmation]:
     nodeids = list(asked)
     began = clock()
-    specs = []
     sides: tuple[tuple[Side, Path], ...] = (
         ("baseline", baseline_dir),
         ("candidate", candidate_dir),
     )
-    for side, workdir in sides:
-        store = scratch / f"{side}.sqlite"
-        if store_path is not None:
-            with Store.open(store, create=True) as seed:
-                copy_calibrations(store_path, seed, calibration_key())
-        # Each side's own tree first on the import path, ahead of an editable install.
-        env = side_env(workdir, os.environ)
-        specs.append(
-            SideSpec(
-                side=side,
-                python=sys.executable,
-                workdir=workdir,
-                sys_path=(workdir,),
-                env=env,
-                pytest_args=worker_args(invocation_args, nodeids),
-                store_path=store,
-            )
-        )
+    specs = [
+        side_spec(side, workdir, scratch, invocation_args, nodeids, store_path)
+        for side, workdir in sides
+    ]
     plan = paired_plan(
         windows.min_pairs,
         windows.max_pairs,

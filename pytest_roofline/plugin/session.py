@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -41,9 +42,15 @@ from pytest_roofline.gate.confirm import (
     needs_confirmation,
     settling_order,
 )
-from pytest_roofline.gate.evidence import BaselineEntry, EvidenceContext, margins, should_replay
+from pytest_roofline.gate.evidence import (
+    BaselineEntry,
+    Confirmation,
+    EvidenceContext,
+    margins,
+    should_replay,
+)
 from pytest_roofline.gate.looks import TwoRunStop
-from pytest_roofline.gate.policy import DriftBound, drift_inside_margins
+from pytest_roofline.gate.policy import DriftBound, awaits_fresh_replay, drift_inside_margins
 from pytest_roofline.gate.record import canary_level, canary_record
 from pytest_roofline.gate.run import (
     COMMON_MODE_THRESHOLD,
@@ -77,6 +84,8 @@ from pytest_roofline.model.document import RunDocument, TestRecord
 from pytest_roofline.model.results import TestResult
 from pytest_roofline.model.stored import check_stored_run
 from pytest_roofline.plugin.confirm import ConfirmPlan, confirm_tests, plan_confirmation
+from pytest_roofline.plugin.fresh_replay import FreshReplayer
+from pytest_roofline.plugin.fresh_replay import window_s as replay_window_s
 from pytest_roofline.plugin.probe import RooflineProbe, SoakRunner
 from pytest_roofline.report.format import terminal_safe
 from pytest_roofline.report.json import render_json
@@ -201,6 +210,7 @@ class RooflineSession:
         self.records: dict[str, TestRecord] = {}
         self.machine = machine_fingerprint()
         self.context = EvidenceContext()
+        self._context_made = False
         self._entries: dict[str, BaselineEntry] = {}
         # p50 log ratios of the tests compared so far in this process: the running common mode.
         self._p50_log_ratios: list[float] = []
@@ -234,6 +244,9 @@ class RooflineSession:
         self.confirm_plan = ConfirmPlan(commit=None, reason=None)
         # First looks awaiting paired confirmation: node id -> (replays, common mode applied).
         self._pending: dict[str, tuple[tuple[np.ndarray, ...], float]] = {}
+        # Replays in a fresh process (plugin.fresh_replay), started at the first one asked for.
+        self._replayer: FreshReplayer | None = None
+        self._measured_ids: list[str] = []
 
     # -- set-up --------------------------------------------------------------------------
     def start(self) -> None:
@@ -299,6 +312,7 @@ class RooflineSession:
             self.blas_warning = check_blas_oversubscription()
 
     def close(self) -> None:
+        self._close_replayer()
         if self._blas is not None:
             self._blas.restore()
         if self._counters is not None:
@@ -589,6 +603,8 @@ class RooflineSession:
             if item.nodeid.partition("[")[0] in self._invalid_definitions:
                 continue  # already reported from pytest_generate_tests
             measured += "roofline" in fixturenames
+            if "roofline" in fixturenames:
+                self._measured_ids.append(item.nodeid)
             try:
                 item.stash[SETTINGS_KEY] = resolve_test(
                     self.settings, _marker_settings(item), item.nodeid
@@ -599,15 +615,27 @@ class RooflineSession:
         if errors:
             raise pytest.UsageError("\n".join(errors))
         if self.settings.enabled:
-            self.context = evidence_context(
-                self.settings.gate,
-                family_size=max(1, measured),
-                baseline=BaselineFacts.of(self.baseline) if self.baseline is not None else None,
-                tags=self.tags,
-                layers=self.settings.layers,
-                target=self.target,
-                machine=self.machine,
-            )
+            self._make_context(measured)
+
+    def _make_context(self, measured: int) -> None:
+        """The run-level facts every test is judged with (``measured``: the tests measured).
+
+        Made at collection; an xdist controller, which does not collect, makes it from its
+        workers' first report, so that it decides the tests it decides again at the end of the
+        loop (paired rounds, a fresh replay) as its workers decided them first.
+        """
+        self.context = evidence_context(
+            self.settings.gate,
+            family_size=max(1, measured),
+            baseline=BaselineFacts.of(self.baseline) if self.baseline is not None else None,
+            tags=self.tags,
+            layers=self.settings.layers,
+            target=self.target,
+            machine=self.machine,
+            # A paired worker's windows are judged by its controller, not here.
+            fresh_replay=not self.serves_windows,
+        )
+        self._context_made = True
 
     # -- per test ------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -639,6 +667,7 @@ class RooflineSession:
             return report
         entry = self._entries.get(item.nodeid)
         common_mode = self.running_common_mode
+        confirmation = self.confirm_plan.unavailable(item.nodeid) if entry is not None else None
         record = judge_test(
             result,
             entry,
@@ -646,10 +675,15 @@ class RooflineSession:
             target=self.target,
             replays=probe.replays,
             common_mode=common_mode,
-            confirmation=self.confirm_plan.unavailable(item.nodeid) if entry is not None else None,
+            confirmation=confirmation,
         )
         self._record_shift(result, entry)
-        data: dict[str, Any] = {"result": result.to_dict(), "record": record.to_json()}
+        data: dict[str, Any] = {
+            "result": result.to_dict(),
+            "record": record.to_json(),
+            # An xdist controller makes its context from it (_make_context).
+            "family_size": self.context.family_size,
+        }
         regression = is_regression_check(record.change or {})
         settles = regression or self.settings.gate.confirm_time_s != 0
         asked = _asked_quantiles(record, entry, self.settings.gate)
@@ -673,6 +707,13 @@ class RooflineSession:
             )
             setattr(report, REPORT_ATTRIBUTE, data)
             return report
+        # One process's evidence cannot tell a slower process from slower code: a regression
+        # that would roll back on it is measured again in a fresh process first.
+        record = self._replayed_in_fresh_process(
+            record, result, entry, replays=probe.replays, common_mode=common_mode,
+            confirmation=confirmation,
+        )  # fmt: skip
+        data["record"] = record.to_json()
         setattr(report, REPORT_ATTRIBUTE, data)
         if record.decision is not None and fails_run(record.decision, self.settings.gate_on):
             report.outcome = "failed"
@@ -688,6 +729,9 @@ class RooflineSession:
             return
         if data["record"] is None:
             return  # a paired worker's window (SamplingWindow): not part of this run's document
+        family = data.get("family_size")
+        if not self._context_made and self.settings.enabled and isinstance(family, int):
+            self._make_context(family)
         self.results[report.nodeid] = TestResult.from_dict(data["result"])
         self.records[report.nodeid] = TestRecord.from_json(data["record"])
         pending = data.get("pending")
@@ -701,12 +745,16 @@ class RooflineSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         outcome = yield
+        # No test is replayed after the loop but the pending ones' (confirmed just below).
+        if not self._pending:
+            self._close_replayer()
         if self.settings.enabled and self.is_controller and not self.serves_windows:
             own = self._finish_canary()
             if own is not None:
                 self.canary_summaries.insert(0, own)
             if self._pending:
                 session.testsfailed += self._confirm_pending()
+                self._close_replayer()
             self.document = self._analyse()
             if fails_run(self.document.decision, self.settings.gate_on) and not session.testsfailed:
                 # A run-level escalation (e.g. a large common-mode shift) fails no single test;
@@ -735,8 +783,7 @@ class RooflineSession:
         # settling (plugin.confirm.RoundsBudget), each sized to the tests it is asked about.
         settle_s = gate.settle_time_s(session_s, len(to_settle))
         confirm_s = pair_time_s(len(required))
-        writer = self.config.pluginmanager.get_plugin("terminalreporter")
-        log = (lambda line: writer.write_line(f"roofline: {line}")) if writer else (lambda _: None)
+        log = self._log_line
         settling = len(nodeids) - len(required)
         log(
             f"confirming {len(required)} first-look regression(s) with paired rounds against "
@@ -781,6 +828,11 @@ class RooflineSession:
                 common_mode=common_mode,
                 confirmation=found[nodeid],
             )
+            # Where the rounds could not be made, a fresh process measures it again.
+            record = self._replayed_in_fresh_process(
+                record, self.results[nodeid], self._entries.get(nodeid), replays=replays,
+                common_mode=common_mode, confirmation=found[nodeid],
+            )  # fmt: skip
             self.records[nodeid] = record
             fails = record.decision is not None and fails_run(
                 record.decision, self.settings.gate_on
@@ -791,6 +843,60 @@ class RooflineSession:
             )
             failing += fails
         return failing
+
+    def _replayed_in_fresh_process(
+        self,
+        record: TestRecord,
+        result: TestResult,
+        entry: BaselineEntry | None,
+        *,
+        replays: Sequence[np.ndarray],
+        common_mode: float,
+        confirmation: Confirmation | None,
+    ) -> TestRecord:
+        """``record``, or where it awaits a replay in a fresh process
+        (:func:`~pytest_roofline.gate.policy.awaits_fresh_replay`), the test decided again once
+        a fresh process measured it (:class:`~pytest_roofline.plugin.fresh_replay.FreshReplayer`)."""
+        if not awaits_fresh_replay(record.missing_evidence):
+            return record
+        if self._replayer is None:
+            self._replayer = FreshReplayer(
+                self._measured_ids or [result.nodeid],
+                rootdir=self.settings.rootdir,
+                invocation_args=tuple(self.config.invocation_params.args),
+                store_path=self.settings.store_path,
+                log=self._log_line,
+            )
+        self._log_line(
+            f"{result.nodeid}: measuring it again in a fresh process before deciding "
+            "(one process cannot tell a slower process from slower code)"
+        )
+        # Under xdist no other worker measures meanwhile.
+        with self._lock if self._lock is not None else nullcontext():
+            fresh = self._replayer.replay(
+                result.nodeid, replay_window_s(result.measurement.samples.elapsed_s)
+            )
+        return judge_test(
+            result,
+            entry,
+            self.context,
+            target=self.target,
+            replays=replays,
+            common_mode=common_mode,
+            confirmation=confirmation,
+            fresh_replay=fresh,
+        )
+
+    def _close_replayer(self) -> None:
+        if self._replayer is not None:
+            self._replayer.close()
+            self._replayer = None
+
+    def _log_line(self, line: str) -> None:
+        """A ``roofline:`` line in the terminal (nothing without a terminal reporter)."""
+        writer = self.config.pluginmanager.get_plugin("terminalreporter")
+        if writer is not None:
+            writer.write_line(f"roofline: {line}")
 
     def _finish_canary(self) -> CanarySummary | None:
         """This process's canary summary, after the end-of-session readings."""

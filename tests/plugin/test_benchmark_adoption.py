@@ -283,7 +283,7 @@ def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
     failed.assert_outcomes(passed=5, failed=1)
     failed.stdout.fnmatch_lines(
         [
-            "pytest-roofline ROLLBACK: p50 x1.150 * is above the explicit threshold +10% (--roofline-fail), reproduced on replay"
+            "pytest-roofline ROLLBACK: p50 x1.150 * is above the explicit threshold +10% (--roofline-fail), reproduced on replay, reproduced in a fresh process (p50 x1.1*"
         ]
     )
     assert (

@@ -95,11 +95,15 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(pytester: pytest.Pytester) -> Path:
+    return make_repo(pytester, CONFTEST)
+
+
+def make_repo(pytester: pytest.Pytester, conftest: str) -> Path:
     """A git repository at commit A (kernel.MS = 2) with a baseline ``main`` saved from it."""
     root = pytester.path
     pytester.makefile(".yaml", roofline=ROOFLINE_YAML)
     pytester.makeini(INI)
-    pytester.makeconftest(CONFTEST)
+    pytester.makeconftest(conftest)
     pytester.makepyfile(test_k=TESTS, kernel="MS = 2\n")
     (root / ".gitignore").write_text("*.sqlite*\n*.json\n__pycache__/\n.pytest_cache/\n")
     git(root, "init", "-q")

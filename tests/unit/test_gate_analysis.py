@@ -9,21 +9,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline.config.settings import DEFAULT_LAYERS
+from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.config.sla import SlaSpec
 from pytest_roofline.gate.compare import compare_stored_runs
 from pytest_roofline.gate.confirm import confirmation_from
 from pytest_roofline.gate.evidence import (
     BaselineEntry,
     EvidenceContext,
+    FreshReplay,
     evaluate,
     margins,
     should_replay,
 )
 from pytest_roofline.gate.layers import hardware_difference, layers_changed
-from pytest_roofline.gate.policy import decide_test
+from pytest_roofline.gate.policy import awaits_fresh_replay, decide_test
 from pytest_roofline.gate.record import test_record as record_of_test
-from pytest_roofline.gate.run import _with_bh, replay_command
+from pytest_roofline.gate.run import _with_bh, evidence_context, replay_command
 from pytest_roofline.hardware.target import target_from_mapping
 from pytest_roofline.measure.canary import WindowJudgement
 from pytest_roofline.measure.counters import CounterReading
@@ -583,3 +584,60 @@ def test_a_p50_shift_of_a_test_that_waited_for_a_cpu_every_call_escalates_by_the
         waited, evidence, decision, replay_command="", baseline_samples=None, presets={}
     )
     assert record.host is not None and record.host.wall_s == 0.7
+
+
+def first_process_slow(*, fresh_level: float | None, seed: int = 7) -> Any:
+    """A first look x4 over a 1 ms baseline, reproduced on a same-process replay, with a fresh
+    process's replay at ``fresh_level`` (``None``: not made yet); decided by the policy."""
+    rng = np.random.default_rng(seed)
+    base = samples(rng, 1e-3, 300)
+    context = EvidenceContext(replay=1, family_size=1, fresh_replay=True)
+    fresh = None if fresh_level is None else FreshReplay(samples(rng, fresh_level * 1e-3, 300))
+    evidence = evaluate(
+        result("t::a", samples(rng, 4e-3, 300)),
+        BaselineEntry(base, None, {}),
+        context,
+        target=None,
+        replays=[samples(rng, 4e-3, 300)],
+        fresh_replay=fresh,
+    )
+    return evidence, decide_test(evidence)
+
+
+def test_a_regression_one_process_reproduced_awaits_a_replay_in_a_fresh_process() -> None:
+    evidence, decision = first_process_slow(fresh_level=None)
+    assert evidence.replay.reproduced and evidence.fresh_replay_due
+    assert decision.decision == "escalate"
+    assert awaits_fresh_replay(decision.missing_evidence)
+    assert all("it is not yet measured again in a fresh process" in r for r in decision.reasons)
+
+
+def test_a_fresh_process_that_reads_the_baseline_s_speed_overturns_one_process_s_evidence() -> None:
+    evidence, decision = first_process_slow(fresh_level=1.0)
+    assert evidence.fresh_replay.comparisons["p50"].ratio == pytest.approx(1.0, abs=0.03)
+    assert decision.decision == "escalate"
+    assert not awaits_fresh_replay(decision.missing_evidence)
+    assert all(
+        "it did not reproduce when a fresh process measured it again (p" in reason
+        for reason in decision.reasons
+    ), decision.reasons
+
+
+def test_a_fresh_process_that_reads_the_slowdown_too_rolls_it_back() -> None:
+    evidence, decision = first_process_slow(fresh_level=4.0)
+    assert evidence.fresh_replay.comparisons["p50"].ratio == pytest.approx(4.0, rel=0.03)
+    assert decision.decision == "rollback", decision.reasons
+    assert all(
+        "reproduced on replay, reproduced in a fresh process (p" in reason
+        for reason in decision.reasons
+    ), decision.reasons
+
+
+def test_a_fresh_replay_is_due_only_in_a_live_session_with_replays_on() -> None:
+    gate = GateSettings()
+    kwargs: dict[str, Any] = dict(
+        family_size=1, baseline=None, tags={}, layers=DEFAULT_LAYERS, target=None, machine="m"
+    )
+    assert evidence_context(gate, fresh_replay=True, **kwargs).fresh_replay
+    assert not evidence_context(gate, **kwargs).fresh_replay  # an offline comparison
+    assert not evidence_context(replace(gate, replay=0), fresh_replay=True, **kwargs).fresh_replay

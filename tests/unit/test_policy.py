@@ -6,17 +6,19 @@ import math
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_roofline.gate.evidence import (
     Confirmation,
+    FreshReplay,
     HostCheck,
     QualityOutcome,
     ReplayOutcome,
     SlaOutcome,
     TestEvidence,
 )
-from pytest_roofline.gate.policy import RunConcern, decide_run, decide_test
+from pytest_roofline.gate.policy import RunConcern, awaits_fresh_replay, decide_run, decide_test
 from pytest_roofline.model.results import QuantileSummary
 from pytest_roofline.roofline import BoundChange
 from pytest_roofline.stats import (
@@ -528,3 +530,53 @@ def test_an_unassessed_tail_s_reason_follows_the_quantile_that_decides_the_test(
     assert found.decision == "escalate"
     assert found.reasons[0].startswith("p50 "), found.reasons
     assert "never ships unassessed" in found.reasons[1]
+
+
+# A replay in a fresh process (gate.policy._fresh_replay_problem): a two-run regression that one
+# process established rolls back only if a fresh process finds it past the same bar.
+P50_X4 = comparison("regression", 4.0, 3.5, 4.5, quantile=0.5, cand_s=4e-3)
+DUE = {
+    "comparisons": {"p50": P50_X4},
+    "replay": REPRODUCED,
+    "history_runs": 1,
+    "fresh_replay_due": True,
+}
+THRESHOLD = {
+    "comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)},
+    "fail_thresholds": {"p95": 0.05},
+    "replay": ReplayOutcome(True, 1, True, {"p95": (1.3,)}),
+    "fresh_replay_due": True,
+}
+
+
+def fresh(**found: QuantileComparison) -> FreshReplay:
+    return FreshReplay(np.full(50, 1e-3), comparisons=found)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "decision", "reason", "awaits"),
+    [
+        ({}, "escalate", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay, but it is not yet measured again in a fresh process", True),
+        ({"fresh_replay": fresh(p50=comparison("regression", 3.9, 3.6, 4.2, quantile=0.5))}, "rollback", "reproduced on replay, reproduced in a fresh process (p50 x3.900 [3.600, 4.200])", False),
+        ({"fresh_replay": fresh(p50=comparison("ok", 1.02, 0.97, 1.08, quantile=0.5))}, "escalate", "but it did not reproduce when a fresh process measured it again (p50 x1.020 [0.970, 1.080], against x2.000): a shift between two processes is as likely as any change", False),
+        # DIFFERENT in the fresh process, but below the bar the first look had to clear.
+        ({"fresh_replay": fresh(p50=comparison("regression", 1.9, 1.5, 2.3, quantile=0.5))}, "escalate", "(p50 x1.900 [1.500, 2.300], against x2.000)", False),
+        # The same clean commit: the bar is x3 for the fresh process too.
+        ({"same_code": True, "fresh_replay": fresh(p50=comparison("regression", 2.6, 2.2, 3.0, quantile=0.5))}, "escalate", "against x3.000", False),
+        ({"fresh_replay": FreshReplay(reason="the fresh process failed: no execnet")}, "escalate", "it could not be measured again in a fresh process (the fresh process failed: no execnet)", False),
+        ({"fresh_replay": FreshReplay(np.full(50, 1e-3), host="stream canary x3.10", comparisons={"p50": P50_X4})}, "escalate", "the host was disturbed while a fresh process measured it again (stream canary x3.10)", False),
+        ({"fresh_replay_due": False}, "rollback", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay", False),
+        # An explicit threshold (--roofline-fail) needs the fresh process past it too.
+        ({**THRESHOLD, "comparisons": THRESHOLD["comparisons"]}, "escalate", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, but it is not yet measured again in a fresh process", True),
+        ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.01, 0.97, 1.05))}, "escalate", "against the threshold +5%", False),
+        ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.28, 1.22, 1.33, p_adjusted=0.001))}, "rollback", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, reproduced in a fresh process (p95 x1.280 [1.220, 1.330])", False),
+    ],
+)  # fmt: skip
+def test_a_regression_without_paired_rounds_rolls_back_only_once_a_fresh_process_reproduces_it(
+    overrides: dict[str, Any], decision: str, reason: str, awaits: bool
+) -> None:
+    base = {} if "fail_thresholds" in overrides else DUE
+    found = decide_test(evidence(**{**base, **overrides}))
+    assert found.decision == decision, found.reasons
+    assert any(reason in r for r in found.reasons), found.reasons
+    assert awaits_fresh_replay(found.missing_evidence) is awaits
