@@ -681,8 +681,9 @@ class RooflineSession:
         data: dict[str, Any] = {
             "result": result.to_dict(),
             "record": record.to_json(),
-            # An xdist controller makes its context from it (_make_context).
+            # An xdist controller makes its context from them (_make_context).
             "family_size": self.context.family_size,
+            "fail_thresholds": dict(self.context.fail_thresholds),
         }
         regression = is_regression_check(record.change or {})
         settles = regression or self.settings.gate.confirm_time_s != 0
@@ -732,6 +733,11 @@ class RooflineSession:
         family = data.get("family_size")
         if not self._context_made and self.settings.enabled and isinstance(family, int):
             self._make_context(family)
+            thresholds = data.get("fail_thresholds") or {}
+            self.context = replace(
+                self.context,
+                fail_thresholds={str(k): float(v) for k, v in dict(thresholds).items()},
+            )
         self.results[report.nodeid] = TestResult.from_dict(data["result"])
         self.records[report.nodeid] = TestRecord.from_json(data["record"])
         pending = data.get("pending")
