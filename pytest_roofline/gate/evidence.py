@@ -219,6 +219,10 @@ class FreshReplay:
     reason: str = ""
     host: str | None = None
     comparisons: Mapping[str, stats.QuantileComparison] = field(default_factory=dict)
+    # Quantiles whose comparison was too autocorrelated to decide on its own but reads
+    # DIFFERENT at the replay's level (gate.looks.corroborates_at_look), as for a
+    # same-process replay.
+    corroborated: tuple[str, ...] = ()
 
     @property
     def made(self) -> bool:
@@ -719,15 +723,22 @@ def evaluate(
             replay = ReplayOutcome(False, 0, None)
         if fresh_replay is not None and fresh_replay.made:
             assert fresh_replay.samples_s is not None
+            found = _compare(
+                entry.samples_s,
+                fresh_replay.samples_s / common_mode,
+                gate_margins,
+                context,
+                result.nodeid,
+                salt=FRESH_REPLAY_SALT,
+            )
+            boundary = final_boundary(context.plan, (), final=True)
             fresh_replay = replace(
                 fresh_replay,
-                comparisons=_compare(
-                    entry.samples_s,
-                    fresh_replay.samples_s / common_mode,
-                    gate_margins,
-                    context,
-                    result.nodeid,
-                    salt=FRESH_REPLAY_SALT,
+                comparisons=found,
+                corroborated=tuple(
+                    name
+                    for name in GATED_QUANTILES
+                    if corroborates_at_look(found[name], gate_margins[name], boundary)
                 ),
             )
         if target is not None and entry.declared is not None and baseline_summary.p50_s:

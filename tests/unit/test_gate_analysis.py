@@ -641,3 +641,24 @@ def test_a_fresh_replay_is_due_only_in_a_live_session_with_replays_on() -> None:
     assert evidence_context(gate, fresh_replay=True, **kwargs).fresh_replay
     assert not evidence_context(gate, **kwargs).fresh_replay  # an offline comparison
     assert not evidence_context(replace(gate, replay=0), fresh_replay=True, **kwargs).fresh_replay
+
+
+def test_a_fresh_replay_too_autocorrelated_to_decide_alone_still_corroborates_the_first_look() -> (
+    None
+):
+    rng = np.random.default_rng(11)
+    base = samples(rng, 1e-3, 300)
+    # 47 samples drifting by 10% (as replayed_after_drift): p50's effective size is below 5.
+    steps = 5.5e-3 * (1 + 0.1 * np.linspace(0, 1, 47)) * rng.lognormal(0, 0.002, 47)
+    evidence = evaluate(
+        result("t::a", samples(rng, 5.5e-3, 300)),
+        BaselineEntry(base, None, {}),
+        EvidenceContext(replay=1, family_size=1, fresh_replay=True),
+        target=None,
+        replays=[samples(rng, 5.5e-3, 300)],
+        fresh_replay=FreshReplay(steps),
+    )
+    fresh = evidence.fresh_replay
+    assert fresh.comparisons["p50"].outcome == "unknown", fresh.comparisons["p50"].reason
+    assert "p50" in fresh.corroborated
+    assert decide_test(evidence).decision == "rollback"

@@ -549,8 +549,17 @@ THRESHOLD = {
 }
 
 
-def fresh(**found: QuantileComparison) -> FreshReplay:
-    return FreshReplay(np.full(50, 1e-3), comparisons=found)
+def fresh(*corroborated: str, **found: QuantileComparison) -> FreshReplay:
+    return FreshReplay(np.full(50, 1e-3), comparisons=found, corroborated=corroborated)
+
+
+AUTOCORRELATED_X6 = comparison(
+    "insufficient",
+    6.427,
+    5.567,
+    7.383,
+    reason="p95: effective sample size 52 < 59 (autocorrelated samples)",
+)
 
 
 @pytest.mark.parametrize(
@@ -568,6 +577,10 @@ def fresh(**found: QuantileComparison) -> FreshReplay:
         ({"same_code": True, "comparisons": {"p95": comparison("regression", 5.026, 3.286, 6.412)}, "fresh_replay": fresh(p95=comparison("regression", 4.039, 2.715, 5.036))}, "rollback", "reproduced in a fresh process (p95 x4.039 [2.715, 5.036])", False),
         ({"fresh_replay": FreshReplay(reason="the fresh process failed: no execnet")}, "escalate", "it could not be measured again in a fresh process (the fresh process failed: no execnet)", False),
         ({"fresh_replay": FreshReplay(np.full(50, 1e-3), host="stream canary x3.10", comparisons={"p50": P50_X4})}, "escalate", "the host was disturbed while a fresh process measured it again (stream canary x3.10)", False),
+        # A fresh tail too autocorrelated to decide alone corroborates the first look when it
+        # reads DIFFERENT at the replay's level (stop 47's demo: p95 x6.427 [5.567, 7.383]).
+        ({"comparisons": {"p95": comparison("regression", 6.9, 5.8, 7.6)}, "fresh_replay": fresh("p95", p95=AUTOCORRELATED_X6)}, "rollback", "reproduced in a fresh process (p95 x6.427 [5.567, 7.383])", False),
+        ({"comparisons": {"p95": comparison("regression", 6.9, 5.8, 7.6)}, "fresh_replay": fresh(p95=AUTOCORRELATED_X6)}, "escalate", "it did not reproduce when a fresh process measured it again (p95 x6.427", False),
         ({"fresh_replay_due": False}, "rollback", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay", False),
         # An explicit threshold (--roofline-fail) needs the fresh process past it too.
         ({**THRESHOLD, "comparisons": THRESHOLD["comparisons"]}, "escalate", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, but it is not yet measured again in a fresh process", True),
