@@ -386,13 +386,25 @@ def _regression(
             return
     replayed = _reproduced(e.replay, name)
     # Everything so far rests on one process: a fresh one must find it again, its estimate past
-    # the process bar (not the CPU waits' share of it, which were the first look's).
-    fresh = _fresh_replay_problem(
-        e,
-        name,
-        lambda f: _reads_different(e, name, f) and f.ratio * level >= bar,
-        f"DIFFERENT with an estimate of x{bar:.3f} or more",
-    )
+    # the process bar (not the CPU waits' share of it, which were the first look's), or past the
+    # user's explicit threshold where that took the bar's place (_unattributed).
+    threshold = e.fail_thresholds.get(name)
+    if unattributed is None and threshold is not None and e.design == "two-run":
+        fresh = _fresh_replay_problem(
+            e,
+            name,
+            lambda f: exceeds_threshold(f, threshold),
+            f"a real change above the threshold +{threshold:.0%}",
+        )
+    else:
+        fresh = _fresh_replay_problem(
+            e,
+            name,
+            lambda f: _reads_different(e, name, f) and f.ratio * level >= bar,
+            f"DIFFERENT with an estimate of x{bar:.3f} or more"
+            + (" against its label's median of recent runs" if level < 1.0 else ""),
+            level=level,
+        )
     if fresh is not None:
         problem, need = fresh
         escalate.append(f"{text}{replayed}, but {problem}" + ("" if e.same_code else settle))
@@ -408,7 +420,7 @@ def _regression(
 
 AWAITING_FRESH_REPLAY = "a replay in a fresh process"
 """The missing evidence of a regression that would roll back once a fresh process reproduces it:
-the session measures such a test again in a fresh pytest process at the end of its test loop
+the session measures such a test again in a fresh pytest process before reporting it
 (``plugin.fresh_replay``) and decides it again (:func:`awaits_fresh_replay`)."""
 
 
@@ -421,39 +433,47 @@ def _fresh_replay_problem(
     e: TestEvidence,
     name: str,
     reproduces: Callable[[QuantileComparison], bool],
-    bar: str,
+    needed: str,
+    *,
+    level: float = 1.0,
 ) -> tuple[str, str] | None:
     """Why a two-run regression that one process established may not roll back yet: it must be
     found again when the test is measured in a fresh pytest process (``e.fresh_replay``), by
-    ``reproduces`` (described by ``bar``): DIFFERENT, its estimate past the bar the first look's
-    lower bound cleared. The estimate, not the lower bound: the first look established the
-    change; the fresh process must show the same size of change, and a process draw rarely
-    reaches the bar (an unchanged decode read 301-537 us in 24 fresh processes, x1.8 at most).
-    On the lower bound, ten demo runs escalated a real x4 GEMM whose fresh process read p95
-    x4.039 [2.715, 5.036] against the x3 bar.
+    ``reproduces`` (described by ``needed``): DIFFERENT, its estimate past the bar the first
+    look's lower bound cleared (``level``: the baseline run over its label's median, as there),
+    or past the user's explicit threshold. The estimate, not the lower bound: the first look
+    established the change; the fresh process must show a change of that size, and a process
+    draw rarely reaches the bar (an unchanged decode read 301-537 us in 24 fresh processes, x1.8
+    at most). On the lower bound, ten demo runs escalated a real x4 GEMM whose fresh process read
+    p95 x4.039 [2.715, 5.036] against the x3 bar.
 
     A same-process replay reproduces whatever that process drew: stops 45 and 46 rolled back
     unchanged tests at p50 x1.776 and x3.395, each "reproduced on replay", while the same tests
-    read x1.8 apart between fresh processes (``docs/gate.md``). Two independent processes
-    drawing past the bar is the square of one's chance.
+    read x1.8 apart between fresh processes (``docs/gate.md``).
 
     :returns: ``(reason, missing evidence)``, or ``None`` when no such replay is due (replays
         off, an offline comparison) or it reproduced the regression.
     """
     if not e.fresh_replay_due:
         return None
+    # On the same commit paired rounds would compare the code with itself.
+    need = (
+        "a change of the code to attribute the slowdown to"
+        if e.same_code
+        else "a paired confirmation against the baseline's commit"
+    )
     fresh = e.fresh_replay
     if fresh is None:
         return (
-            "it is not yet measured again in a fresh process (the session does so at the end of "
-            "its test loop)",
+            "it is not yet measured again in a fresh process (the session does so before "
+            "reporting the test)",
             AWAITING_FRESH_REPLAY,
         )
     if not fresh.made:
         return (
             f"it could not be measured again in a fresh process ({fresh.reason}), and one "
             "process's evidence cannot tell a slower process from slower code",
-            "a replay in a fresh process, or a paired confirmation against the baseline's commit",
+            need,
         )
     if fresh.host is not None:
         return (
@@ -461,14 +481,31 @@ def _fresh_replay_problem(
             "a replay in a fresh process on a quiet host",
         )
     seen = fresh.comparisons.get(name)
-    if seen is None or not reproduces(seen):
-        shown = _ci(seen) if seen is not None and math.isfinite(seen.ratio) else "not compared"
+    if seen is None or not math.isfinite(seen.ratio):
         return (
-            f"it did not reproduce when a fresh process measured it again ({name} {shown}; "
-            f"needed: {bar}): a shift between two processes is as likely as any change",
-            "a paired confirmation against the baseline's commit",
+            f"a fresh process measured it again but could not compare {name} with the "
+            "baseline, and one process's evidence cannot tell a slower process from slower code",
+            need,
         )
-    return None
+    if reproduces(seen):
+        return None
+    shown = _ci(seen) + (
+        f", x{seen.ratio * level:.3f} against its label's median of recent runs"
+        if level < 1.0
+        else ""
+    )
+    if seen.outcome == "unknown" and name not in fresh.corroborated:
+        return (
+            f"a fresh process measured it again and could not decide {name} ({name} {shown}, UNKNOWN: "
+            "too few or too autocorrelated samples), and one process's evidence cannot tell a "
+            "slower process from slower code",
+            need,
+        )
+    return (
+        f"it did not reproduce at that size when a fresh process measured it again ({name} "
+        f"{shown}; needed: {needed}): a shift between two processes is as likely as any change",
+        need,
+    )
 
 
 def _reads_different(e: TestEvidence, name: str, found: QuantileComparison) -> bool:

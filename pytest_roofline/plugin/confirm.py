@@ -52,6 +52,7 @@ __all__ = [
     "confirm_tests",
     "confirmation_alpha",
     "plan_confirmation",
+    "seeded_store",
     "side_spec",
     "window_for",
     "worker_args",
@@ -207,7 +208,8 @@ def commit_problem(rootdir: Path, commit: str) -> str | None:
 # everything else (selection, --roofline-* outputs and labels, reporting) is left out: the
 # workers measure the given node ids and neither save nor compare.
 _KEPT_WITH_VALUE = ("-c", "--config-file", "--rootdir", "-p", "-o", "--override-ini", "--confcutdir",
-                    "--import-mode", "--roofline-config", "--roofline-target", "--roofline-blas-threads")  # fmt: skip
+                    "--import-mode", "--roofline-config", "--roofline-target", "--roofline-blas-threads",
+                    "--roofline-benchmark")  # fmt: skip
 
 
 def worker_args(invocation_args: Sequence[str], nodeids: Sequence[str]) -> tuple[str, ...]:
@@ -242,10 +244,7 @@ def side_spec(
     tree first on the import path (ahead of an editable install), the collection-shaping
     arguments (:func:`worker_args`), and a scratch store in ``scratch`` seeded with the user's
     cached host calibration (no recalibration in the worker)."""
-    store = scratch / f"{side}.sqlite"
-    if store_path is not None:
-        with Store.open(store, create=True) as seed:
-            copy_calibrations(store_path, seed, calibration_key())
+    store = seeded_store(scratch / f"{side}.sqlite", store_path)
     return SideSpec(
         side=side,
         python=sys.executable,
@@ -255,6 +254,15 @@ def side_spec(
         pytest_args=worker_args(invocation_args, nodeids),
         store_path=store,
     )
+
+
+def seeded_store(path: Path, store_path: Path | None) -> Path:
+    """A worker's scratch store at ``path``, seeded with the user's cached host calibration
+    (from ``store_path``) so that the worker does not calibrate again."""
+    if store_path is not None:
+        with Store.open(path, create=True) as seed:
+            copy_calibrations(store_path, seed, calibration_key())
+    return path
 
 
 CONFIRM_ALPHA = 0.01

@@ -2,7 +2,7 @@
 did not take the first look.
 
 A same-process replay reproduces whatever that process drew: where a whole process of the same
-code runs x1.8 slower than the next (``docs/gate.md``, "Why a replay in a fresh process"), its
+code runs x1.8 slower than the next (``docs/gate.md``, "A replay in a fresh process"), its
 replay reads x1.8 too, and stops 45 and 46 rolled back unchanged tests "reproduced on replay".
 So a regression that would roll back without paired rounds (no reachable baseline commit, the
 same commit, ``--roofline-confirm=never``) is measured again, before it is reported, in one
@@ -15,15 +15,16 @@ if the fresh process finds it past the same bar (:mod:`pytest_roofline.gate.poli
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_roofline.ab.pairs import pair_severity
-from pytest_roofline.ab.workers import SoloWorker, Window, WindowSettings
+from pytest_roofline.ab.workers import SideSpec, SoloWorker, Window, WindowSettings
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.gate.evidence import FreshReplay
-from pytest_roofline.plugin.confirm import side_spec
+from pytest_roofline.plugin.confirm import seeded_store, worker_args
 
 __all__ = ["MAX_ATTEMPTS", "MAX_WINDOW_S", "MIN_WINDOW_S", "FreshReplayer", "window_s"]
 
@@ -33,7 +34,15 @@ MAX_WINDOW_S = 10.0
 MAX_ATTEMPTS = 3
 """Windows a replay may take in all: one the host canary saw disturbed is measured again."""
 
-REPLAY_WINDOWS = WindowSettings(min_pairs=1, max_pairs=1, drop_disturbed=False, pin_cpus=False)
+REPLAY_WINDOWS = WindowSettings(
+    min_pairs=1,
+    max_pairs=1,
+    drop_disturbed=False,
+    pin_cpus=False,
+    # As the first look measured: the plugin's warm-up, no heap block moving the test's memory.
+    first_warmup_s=None,
+    layout_shift_bytes=0,
+)
 
 
 def window_s(first_look_s: float) -> float:
@@ -80,9 +89,14 @@ class FreshReplayer:
             return FreshReplay(reason=self._failed)
         try:
             found = _replay(self._started(), nodeid, seconds)
-        except RooflineError as exc:
-            self._failed = f"the fresh process failed: {exc}"
+        except BaseException as exc:
             self.close(kill=True)
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit: the worker is killed, not waited for
+            # A worker's failure, or an unexpected reply: the test escalates, saying so, rather
+            # than the session ending in an internal error.
+            shown = str(exc) if isinstance(exc, RooflineError) else f"{type(exc).__name__}: {exc}"
+            self._failed = f"the fresh process failed: {shown}"
             return FreshReplay(reason=self._failed)
         self._log(f"{nodeid}: {_described(found)}")
         return found
@@ -90,13 +104,16 @@ class FreshReplayer:
     def _started(self) -> SoloWorker:
         if self._worker is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="roofline-replay-")
-            spec = side_spec(
-                "candidate",
-                self._rootdir,
-                Path(self._scratch.name),
-                self._invocation_args,
-                self._nodeids,
-                self._store_path,
+            scratch = Path(self._scratch.name)
+            # As the first look's process was started: this interpreter and environment, no
+            # tree put ahead on the import path (paired workers put each side's first, which
+            # here could import a source tree where the session imported an installed build).
+            spec = SideSpec(
+                side="candidate",
+                python=sys.executable,
+                workdir=self._rootdir,
+                pytest_args=worker_args(self._invocation_args, self._nodeids),
+                store_path=seeded_store(scratch / "candidate.sqlite", self._store_path),
             )
             worker = SoloWorker(spec, REPLAY_WINDOWS, log=self._log)
             try:

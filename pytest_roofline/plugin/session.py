@@ -598,13 +598,14 @@ class RooflineSession:
         measured = 0
         for item in items:
             fixturenames = getattr(item, "fixturenames", ())
+            if "roofline" in fixturenames or "benchmark" in fixturenames:
+                # What a replay in a fresh process may be asked about (plugin.fresh_replay).
+                self._measured_ids.append(item.nodeid)
             if item.get_closest_marker("roofline") is None and "roofline" not in fixturenames:
                 continue
             if item.nodeid.partition("[")[0] in self._invalid_definitions:
                 continue  # already reported from pytest_generate_tests
             measured += "roofline" in fixturenames
-            if "roofline" in fixturenames:
-                self._measured_ids.append(item.nodeid)
             try:
                 item.stash[SETTINGS_KEY] = resolve_test(
                     self.settings, _marker_settings(item), item.nodeid
@@ -751,16 +752,13 @@ class RooflineSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         outcome = yield
-        # No test is replayed after the loop but the pending ones' (confirmed just below).
-        if not self._pending:
-            self._close_replayer()
+        self._close_replayer()  # tests are replayed in a fresh process as they are reported
         if self.settings.enabled and self.is_controller and not self.serves_windows:
             own = self._finish_canary()
             if own is not None:
                 self.canary_summaries.insert(0, own)
             if self._pending:
                 session.testsfailed += self._confirm_pending()
-                self._close_replayer()
             self.document = self._analyse()
             if fails_run(self.document.decision, self.settings.gate_on) and not session.testsfailed:
                 # A run-level escalation (e.g. a large common-mode shift) fails no single test;
@@ -834,11 +832,6 @@ class RooflineSession:
                 common_mode=common_mode,
                 confirmation=found[nodeid],
             )
-            # Where the rounds could not be made, a fresh process measures it again.
-            record = self._replayed_in_fresh_process(
-                record, self.results[nodeid], self._entries.get(nodeid), replays=replays,
-                common_mode=common_mode, confirmation=found[nodeid],
-            )  # fmt: skip
             self.records[nodeid] = record
             fails = record.decision is not None and fails_run(
                 record.decision, self.settings.gate_on

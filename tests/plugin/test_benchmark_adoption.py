@@ -291,6 +291,28 @@ def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
     )
 
 
+def test_two_benchmark_tests_three_times_slower_are_replayed_in_one_fresh_process(
+    project: pytest.Pytester,
+) -> None:
+    # Without paired rounds (no git here) each rollback needs a fresh process to reproduce it:
+    # one worker serves both, so it must have collected the `benchmark` tests as well.
+    project.makeconftest(COSTED)
+    project.makepyfile(test_costed=COSTED_TESTS)
+    project.makeini("[pytest]\nroofline_budget = 0.4\nroofline_warmup = 1ms\n")
+    scale = dict.fromkeys((f"test_{c}" for c in "abcdef"), 1.0)
+    (project.path / "scale.json").write_text(json.dumps(scale))
+    common = ("-p", "no:benchmark", "--roofline", "--roofline-json=out.json")
+    project.runpytest(*common, "--roofline-save=main").assert_outcomes(passed=6)
+    (project.path / "scale.json").write_text(json.dumps({**scale, "test_b": 3.0, "test_e": 3.0}))
+    slower = project.runpytest(*common, "--roofline-baseline=main")
+    slower.assert_outcomes(passed=4, failed=2)
+    assert slower.stdout.str().count("candidate worker (pid") == 1
+    document = json.loads((project.path / "out.json").read_text())
+    replayed = {t["nodeid"]: t["fresh_replay"] for t in document["tests"] if "fresh_replay" in t}
+    assert set(replayed) == {"test_costed.py::test_b", "test_costed.py::test_e"}
+    assert all(2.8 < r["change"]["p50"]["ratio"] < 3.2 for r in replayed.values()), replayed
+
+
 # --------------------------------------------------------------------------- refused
 @pytest.mark.parametrize(
     ("source", "options", "message"),

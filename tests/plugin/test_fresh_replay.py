@@ -72,7 +72,7 @@ def test_a_slow_first_process_is_not_rolled_back_when_a_fresh_process_does_not_r
     assert 0.9 < fresh["change"]["p50"]["ratio"] < 1.1
     assert test["decision"] == "escalate", test["reasons"]
     assert any(
-        "did not reproduce when a fresh process measured it again (p50 x" in r
+        "did not reproduce at that size when a fresh process measured it again (p50 x" in r
         for r in test["reasons"]
     ), test["reasons"]
     assert f"{NODEID}: measuring it again in a fresh process before deciding" in done.stdout

@@ -618,7 +618,7 @@ def test_a_fresh_process_that_reads_the_baseline_s_speed_overturns_one_process_s
     assert decision.decision == "escalate"
     assert not awaits_fresh_replay(decision.missing_evidence)
     assert all(
-        "it did not reproduce when a fresh process measured it again (p" in reason
+        "it did not reproduce at that size when a fresh process measured it again (p" in reason
         for reason in decision.reasons
     ), decision.reasons
 

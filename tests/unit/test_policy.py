@@ -567,7 +567,7 @@ AUTOCORRELATED_X6 = comparison(
     [
         ({}, "escalate", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay, but it is not yet measured again in a fresh process", True),
         ({"fresh_replay": fresh(p50=comparison("regression", 3.9, 3.6, 4.2, quantile=0.5))}, "rollback", "reproduced on replay, reproduced in a fresh process (p50 x3.900 [3.600, 4.200])", False),
-        ({"fresh_replay": fresh(p50=comparison("ok", 1.02, 0.97, 1.08, quantile=0.5))}, "escalate", "but it did not reproduce when a fresh process measured it again (p50 x1.020 [0.970, 1.080]; needed: DIFFERENT with an estimate of x2.000 or more): a shift between two processes is as likely as any change", False),
+        ({"fresh_replay": fresh(p50=comparison("ok", 1.02, 0.97, 1.08, quantile=0.5))}, "escalate", "but it did not reproduce at that size when a fresh process measured it again (p50 x1.020 [0.970, 1.080]; needed: DIFFERENT with an estimate of x2.000 or more): a shift between two processes is as likely as any change", False),
         # DIFFERENT in the fresh process, but its estimate below the bar the first look cleared.
         ({"fresh_replay": fresh(p50=comparison("regression", 1.9, 1.5, 2.3, quantile=0.5))}, "escalate", "(p50 x1.900 [1.500, 2.300]; needed: DIFFERENT with an estimate of x2.000 or more)", False),
         # The same clean commit: the bar is x3 for the fresh process too.
@@ -580,11 +580,19 @@ AUTOCORRELATED_X6 = comparison(
         # A fresh tail too autocorrelated to decide alone corroborates the first look when it
         # reads DIFFERENT at the replay's level (stop 47's demo: p95 x6.427 [5.567, 7.383]).
         ({"comparisons": {"p95": comparison("regression", 6.9, 5.8, 7.6)}, "fresh_replay": fresh("p95", p95=AUTOCORRELATED_X6)}, "rollback", "reproduced in a fresh process (p95 x6.427 [5.567, 7.383])", False),
-        ({"comparisons": {"p95": comparison("regression", 6.9, 5.8, 7.6)}, "fresh_replay": fresh(p95=AUTOCORRELATED_X6)}, "escalate", "it did not reproduce when a fresh process measured it again (p95 x6.427", False),
+        ({"comparisons": {"p95": comparison("regression", 6.9, 5.8, 7.6)}, "fresh_replay": fresh(p95=AUTOCORRELATED_X6)}, "escalate", "a fresh process measured it again and could not decide p95 (p95 x6.427 [5.567, 7.383], UNKNOWN", False),
+        # The missing evidence on the same commit is a change of the code, not paired rounds.
+        ({"same_code": True, "fresh_replay": fresh(p50=comparison("ok", 1.02, 0.97, 1.08, quantile=0.5))}, "escalate", "needed: DIFFERENT with an estimate of x3.000 or more", False),
+        # Against a baseline run faster than its label, the fresh estimate is shown at the label's level too.
+        ({"comparisons": {"p50": comparison("regression", 4.59, 2.9, 6.781, quantile=0.5)}, "history_runs": 3, "baseline_level": {"p50": 0.8}, "fresh_replay": fresh(p50=comparison("regression", 2.3, 2.2, 2.4, quantile=0.5))}, "escalate", "(p50 x2.300 [2.200, 2.400], x1.840 against its label's median of recent runs; needed: DIFFERENT with an estimate of x2.000 or more against its label's median of recent runs)", False),
         ({"fresh_replay_due": False}, "rollback", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay", False),
         # An explicit threshold (--roofline-fail) needs the fresh process past it too.
         ({**THRESHOLD, "comparisons": THRESHOLD["comparisons"]}, "escalate", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, but it is not yet measured again in a fresh process", True),
         ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.01, 0.97, 1.05))}, "escalate", "needed: a real change above the threshold +5%", False),
+        # A DIFFERENT the threshold exempted from the x2 bar (a label of 3 runs) needs the fresh
+        # process past the threshold, not past the floor's DIFFERENT.
+        ({"comparisons": {"p95": comparison("regression", 1.5, 1.4, 1.6, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.3}, "replay": REPRODUCED, "history_runs": 3, "fresh_replay_due": True, "fresh_replay": fresh(p95=comparison("regression", 1.2, 1.1, 1.3, p_adjusted=0.001))}, "escalate", "needed: a real change above the threshold +30%", False),
+        ({"comparisons": {"p95": comparison("regression", 1.5, 1.4, 1.6, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.3}, "replay": REPRODUCED, "history_runs": 3, "fresh_replay_due": True, "fresh_replay": fresh(p95=comparison("regression", 1.45, 1.35, 1.55, p_adjusted=0.001))}, "rollback", "reproduced in a fresh process (p95 x1.450", False),
         ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.28, 1.22, 1.33, p_adjusted=0.001))}, "rollback", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, reproduced in a fresh process (p95 x1.280 [1.220, 1.330])", False),
     ],
 )  # fmt: skip
