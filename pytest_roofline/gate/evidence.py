@@ -223,6 +223,8 @@ class FreshReplay:
     # DIFFERENT at the replay's level (gate.looks.corroborates_at_look), as for a
     # same-process replay.
     corroborated: tuple[str, ...] = ()
+    # The test's SLAs checked on the replay's samples (a breach must reproduce there too).
+    sla: tuple[SlaOutcome, ...] = ()
 
     @property
     def made(self) -> bool:
@@ -481,6 +483,28 @@ def should_replay(
     )
     return any(c.outcome == "different" for c in found.values()) or bool(
         threshold_hits(found, context.fail_thresholds)
+    )
+
+
+def _with_fresh_sla(
+    fresh: FreshReplay | None,
+    result: TestResult,
+    context: EvidenceContext,
+    target: HardwareTarget | None,
+) -> FreshReplay | None:
+    """``fresh`` with the test's SLAs checked on its samples, as the first look's were."""
+    if fresh is None or fresh.samples_s is None or not fresh.made:
+        return fresh
+    samples = fresh.samples_s
+    declared = result.measurement.declared
+    p50 = float(np.median(samples))
+    point = target.place(declared, p50) if target and declared and p50 > 0 else None
+    return replace(
+        fresh,
+        sla=tuple(
+            _latency_sla(result, samples, context.alpha)
+            + _roofline_sla(result, samples, point, target)
+        ),
     )
 
 
@@ -836,6 +860,6 @@ def evaluate(
         )
         if measurement.soak is not None
         else None,
-        fresh_replay_due=context.fresh_replay and entry is not None,
-        fresh_replay=fresh_replay if entry is not None else None,
+        fresh_replay_due=context.fresh_replay,
+        fresh_replay=_with_fresh_sla(fresh_replay, result, context, target),
     )

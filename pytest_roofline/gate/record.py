@@ -439,6 +439,7 @@ def _fresh_replay(e: TestEvidence) -> FreshReplayRecord | None:
         samples=int(found.samples_s.size) if found.samples_s is not None else None,
         host=found.host,
         change={name: change_record(c) for name, c in found.comparisons.items()},
+        sla={check.key: check.status for check in found.sla},
     )
 
 

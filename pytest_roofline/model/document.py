@@ -404,8 +404,9 @@ class FreshReplayRecord(Record):
     regression that would roll back without paired rounds must reproduce there too.
 
     ``made`` is false when no replay could be made (``reason`` says why); ``samples`` is its
-    sample count, ``host`` the canary's reason when the host was disturbed during it, and
-    ``change`` its comparisons with the baseline.
+    sample count, ``host`` the canary's reason when the host was disturbed during it,
+    ``change`` its comparisons with the baseline, and ``sla`` each SLA key's status on its
+    samples (``breach``, ``ok``...).
     """
 
     made: bool = False
@@ -413,6 +414,7 @@ class FreshReplayRecord(Record):
     samples: int | None = None
     host: str | None = None
     change: Mapping[str, QuantileChange] = field(default_factory=dict)
+    sla: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -262,9 +262,9 @@ def work(request):
 COSTED_TESTS = "".join(f"\ndef test_{c}(benchmark, work):\n    benchmark(work)\n" for c in "abcdef")
 
 
-def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
-    project: pytest.Pytester,
-) -> None:
+def costed_project(project: pytest.Pytester) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Six ``benchmark`` tests of 1 ms each on a fake clock, a baseline ``main`` saved: their
+    scales (``scale.json``) and the options each later run takes."""
     project.makeconftest(COSTED)
     project.makepyfile(test_costed=COSTED_TESTS)
     project.makeini("[pytest]\nroofline_budget = 0.4\nroofline_warmup = 1ms\n")
@@ -272,6 +272,13 @@ def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
     (project.path / "scale.json").write_text(json.dumps(scale))
     common = ("-p", "no:benchmark", "--roofline", "--roofline-json=out.json")
     project.runpytest(*common, "--roofline-save=main").assert_outcomes(passed=6)
+    return scale, common
+
+
+def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
+    project: pytest.Pytester,
+) -> None:
+    scale, common = costed_project(project)
     (project.path / "scale.json").write_text(
         json.dumps({**scale, "test_c": 1.15})
     )  # +15% on one test
@@ -296,13 +303,7 @@ def test_two_benchmark_tests_three_times_slower_are_replayed_in_one_fresh_proces
 ) -> None:
     # Without paired rounds (no git here) each rollback needs a fresh process to reproduce it:
     # one worker serves both, so it must have collected the `benchmark` tests as well.
-    project.makeconftest(COSTED)
-    project.makepyfile(test_costed=COSTED_TESTS)
-    project.makeini("[pytest]\nroofline_budget = 0.4\nroofline_warmup = 1ms\n")
-    scale = dict.fromkeys((f"test_{c}" for c in "abcdef"), 1.0)
-    (project.path / "scale.json").write_text(json.dumps(scale))
-    common = ("-p", "no:benchmark", "--roofline", "--roofline-json=out.json")
-    project.runpytest(*common, "--roofline-save=main").assert_outcomes(passed=6)
+    scale, common = costed_project(project)
     (project.path / "scale.json").write_text(json.dumps({**scale, "test_b": 3.0, "test_e": 3.0}))
     slower = project.runpytest(*common, "--roofline-baseline=main")
     slower.assert_outcomes(passed=4, failed=2)

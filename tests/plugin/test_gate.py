@@ -184,6 +184,9 @@ def test_a_confident_sla_breach_rolls_back_without_any_baseline(
     tests = {t["nodeid"].split("::")[1]: t for t in document["tests"]}
     assert tests["test_b"]["sla"]["ok"] is True
     assert tests["test_a"]["sla"]["violations"]
+    # One process's breach is found again by a fresh process before it rolls back.
+    assert tests["test_a"]["fresh_replay"]["sla"] == {"p95": "breach"}
+    assert any("reproduced in a fresh process (p95 2" in r for r in tests["test_a"]["reasons"])
 
 
 def test_a_p99_sla_the_samples_cannot_assess_escalates(gate_project: pytest.Pytester) -> None:

@@ -604,3 +604,26 @@ def test_a_regression_without_paired_rounds_rolls_back_only_once_a_fresh_process
     assert found.decision == decision, found.reasons
     assert any(reason in r for r in found.reasons), found.reasons
     assert awaits_fresh_replay(found.missing_evidence) is awaits
+
+
+SLA_BREACH = SlaOutcome(
+    "p95", "breach", 1e-3, 1.5e-3, "p95 1.5 ms against SLA 1 ms: breach (n=500)"
+)
+
+
+@pytest.mark.parametrize(
+    ("fresh_sla", "decision", "reason", "awaits"),
+    [
+        (None, "escalate", "SLA breach: p95 1.5 ms against SLA 1 ms: breach (n=500), but it is not yet measured again in a fresh process", True),
+        ((replace(SLA_BREACH, detail="p95 1.4 ms against SLA 1 ms: breach (n=480)"),), "rollback", "SLA breach: p95 1.5 ms against SLA 1 ms: breach (n=500), reproduced in a fresh process (p95 1.4 ms against SLA 1 ms: breach (n=480))", False),
+        ((replace(SLA_BREACH, status="ok", detail="p95 900 µs against SLA 1 ms: ok (n=480)"),), "escalate", "but a fresh process that measured it again did not establish the breach (p95 900 µs against SLA 1 ms: ok (n=480)): a slower process is as likely as slower code", False),
+    ],
+)  # fmt: skip
+def test_an_sla_breach_rolls_back_only_once_a_fresh_process_finds_it_too(
+    fresh_sla: tuple[SlaOutcome, ...] | None, decision: str, reason: str, awaits: bool
+) -> None:
+    replayed = None if fresh_sla is None else FreshReplay(np.full(50, 1e-3), sla=fresh_sla)
+    found = decide_test(evidence(sla=(SLA_BREACH,), fresh_replay_due=True, fresh_replay=replayed))
+    assert found.decision == decision, found.reasons
+    assert any(reason in r for r in found.reasons), found.reasons
+    assert awaits_fresh_replay(found.missing_evidence) is awaits
