@@ -29,10 +29,13 @@ from pytest_roofline.plugin.confirm import seeded_store, worker_args
 __all__ = ["MAX_ATTEMPTS", "MAX_WINDOW_S", "MIN_WINDOW_S", "FreshReplayer", "window_s"]
 
 MIN_WINDOW_S = 0.2
-MAX_WINDOW_S = 10.0
-"""A replay's window is as long as the first look's sampling, within these bounds (seconds)."""
-MAX_ATTEMPTS = 3
-"""Windows a replay may take in all: one the host canary saw disturbed is measured again."""
+MAX_WINDOW_S = 5.0
+"""A replay's window is as long as the first look's sampling, within these bounds (seconds):
+long enough for the quantile that regressed to be compared, and a session with several
+regressions does not wait minutes for them."""
+MAX_ATTEMPTS = 2
+"""Windows a replay may take in all: one the host canary saw disturbed is measured again once
+(a host that stays disturbed escalates the test, saying so)."""
 
 REPLAY_WINDOWS = WindowSettings(
     min_pairs=1,
@@ -49,7 +52,7 @@ def window_s(first_look_s: float) -> float:
     """The replay window of a test whose first look sampled for ``first_look_s`` seconds.
 
     >>> window_s(0.05), window_s(0.8), window_s(60.0)
-    (0.2, 0.8, 10.0)
+    (0.2, 0.8, 5.0)
     """
     return min(MAX_WINDOW_S, max(MIN_WINDOW_S, first_look_s))
 
