@@ -633,8 +633,9 @@ class RooflineSession:
             layers=self.settings.layers,
             target=self.target,
             machine=self.machine,
-            # A paired worker's windows are judged by its controller, not here.
-            fresh_replay=not self.serves_windows,
+            # A live session measures a regression again in a fresh process before deciding it
+            # (a paired worker's windows are not judged here at all: they return before).
+            fresh_replay=True,
         )
         self._context_made = True
 
