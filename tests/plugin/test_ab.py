@@ -123,7 +123,10 @@ def test_a_slower_commit_is_rolled_back_from_paired_rounds(
     assert "regression" in {test["change"][q]["verdict"] for q in ("p50", "p95")}
     assert test["change"]["p95"]["ratio"] > 2
     assert len(test["paired"]["ratios"]["p95"]) == 4
-    assert all(r > 1.5 for r in test["paired"]["ratios"]["p95"])
+    # A pair whose 0.05 s window held too few calls for a p95 has none (null in the JSON): seen
+    # once in CI at stop 47, beside the rest of the suite under xdist. The others read the 4x.
+    computed = [r for r in test["paired"]["ratios"]["p95"] if r is not None]
+    assert len(computed) >= 3 and all(r > 1.5 for r in computed), test["paired"]["ratios"]
     assert (test["paired"]["pairs"], test["paired"]["stop"]) == (4, "max_pairs")
     assert sum(test["paired"]["canary"].values()) == 4
     assert test["owners"] == ["perf-team"]
