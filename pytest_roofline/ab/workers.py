@@ -36,6 +36,7 @@ import json
 import os
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -666,15 +667,17 @@ def _end(group: Any, scratch: tempfile.TemporaryDirectory[str] | None, *, kill: 
 _W = TypeVar("_W", bound="_Workers")
 
 
-class _Workers:
+class _Workers(ABC):
     """Started on entering (killed if that fails), stopped on leaving: politely, unless an
     exception (or ``KeyboardInterrupt``) is leaving with it."""
 
+    @abstractmethod
     def start(self) -> None:
-        raise NotImplementedError
+        """Start the workers and wait for their collections."""
 
+    @abstractmethod
     def close(self, *, kill: bool = False) -> None:
-        raise NotImplementedError
+        """Stop the workers (politely unless ``kill``) and remove their scratch directory."""
 
     def __enter__(self: _W) -> _W:
         try:
