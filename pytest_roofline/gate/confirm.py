@@ -196,6 +196,7 @@ def needs_confirmation(
     *,
     drifting: bool = False,
     baseline_disturbed: bool = False,
+    past_threshold: Mapping[str, float] | None = None,
 ) -> tuple[str, ...]:
     """The quantiles paired rounds are asked to settle: those a first look found DIFFERENT
     (a regression to confirm) or UNKNOWN with an interval (too noisy between runs, or not
@@ -217,7 +218,14 @@ def needs_confirmation(
     samples were too autocorrelated is (:func:`autocorrelated`): p50 must be SAME for the test
     to ship, and a tail the first look could not assess is escape risk that the windows can
     assess.
+
+    ``past_threshold`` (quantile -> the user's explicit threshold, ``--roofline-fail``, for the
+    quantiles whose first look is a real change past it,
+    :func:`pytest_roofline.gate.thresholds.recorded_threshold_hits`): those are asked too, SAME
+    or not: two runs alone do not attribute a change of that size to the code
+    (:mod:`pytest_roofline.gate.thresholds`), paired rounds do.
     """
+    past = past_threshold or {}
     return tuple(
         name
         for name, c in comparisons.items()
@@ -230,11 +238,14 @@ def needs_confirmation(
         )
         or autocorrelated(c)
         or (min_effect is not None and shifted_inside_margin(c, min_effect.get(name, 0.0)))
+        or name in past
     )
 
 
 def first_look_margins(
-    comparisons: Mapping[str, FirstLook], min_effect: Mapping[str, float]
+    comparisons: Mapping[str, FirstLook],
+    min_effect: Mapping[str, float],
+    past_threshold: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """The margin each quantile that paired rounds are asked about is judged against there: the
     first look's own (``max(min_effect, history floor)``, ratio minus 1).
@@ -260,7 +271,20 @@ def first_look_margins(
     ruled out and the question is whether the shift is beyond ``min_effect``. Held to the
     session's margin, paired rounds stopped at their first look on SAME (p50 x1.25 [0.46, 1.33]
     against +95%, four pairs) and never reached DIFFERENT.
+
+    A quantile past the user's explicit threshold (``past_threshold``, as in
+    :func:`needs_confirmation`) is judged against the smaller of that margin and the threshold:
+    the user asked for a rollback above it, and paired rounds are what attribute the change to
+    the code (:mod:`pytest_roofline.gate.thresholds`). A label too noisy to gate, and a shifted
+    SAME, keep theirs (the process floor, ``min_effect``): below the floor one pair of worker
+    processes cannot tell a threshold's change from its own draw.
+
+    >>> from types import SimpleNamespace as C
+    >>> same = C(delta=0.37, verdict="different", outcome="same", margin_source="history", ci_low=1.02)
+    >>> first_look_margins({"p50": same}, {"p50": 0.05}, {"p50": 0.10})
+    {'p50': 0.1}
     """
+    past = past_threshold or {}
     out: dict[str, float] = {}
     for name, c in comparisons.items():
         if c.delta is None or not math.isfinite(c.delta):
@@ -272,7 +296,7 @@ def first_look_margins(
         elif c.margin_source in ("history", "min_effect") and not shifted_inside_margin(
             c, min_effect.get(name, 0.0)
         ):
-            out[name] = float(c.delta)
+            out[name] = min(float(c.delta), past.get(name, math.inf))
     return out
 
 

@@ -47,7 +47,6 @@ from pytest_roofline.gate.looks import (
     session_plan,
 )
 from pytest_roofline.gate.soak import SoakAssessment, assess_soak
-from pytest_roofline.gate.thresholds import threshold_hits
 from pytest_roofline.hardware.target import HardwareTarget
 from pytest_roofline.measure.hostwatch import HostRecord, HostState
 from pytest_roofline.measure.measurement import QualityRecord
@@ -481,9 +480,9 @@ def should_replay(
     found = _compare(
         entry.samples_s, samples_s / common_mode, margins(entry, context), context, nodeid, salt=0
     )
-    return any(c.outcome == "different" for c in found.values()) or bool(
-        threshold_hits(found, context.fail_thresholds)
-    )
+    # An explicit threshold's hit is not replayed: a replay cannot attribute a change of that
+    # size to the code, only paired rounds can (gate.thresholds).
+    return any(c.outcome == "different" for c in found.values())
 
 
 def _with_fresh_sla(
@@ -740,10 +739,7 @@ def evaluate(
                 {name: tuple(found[name].ratio for found in replayed) for name in GATED_QUANTILES},
                 tuple(sorted(set().union(*corroborated))),
             )
-        elif context.replay > 0 and (
-            any(c.outcome == "different" for c in comparisons.values())
-            or threshold_hits(comparisons, context.fail_thresholds)
-        ):
+        elif context.replay > 0 and any(c.outcome == "different" for c in comparisons.values()):
             replay = ReplayOutcome(False, 0, None)
         if fresh_replay is not None and fresh_replay.made:
             assert fresh_replay.samples_s is not None

@@ -266,8 +266,7 @@ def _regression(
     back; overturned: a note; inconclusive: escalate). Without them, the host canary must have
     been quiet during the test and no slower than when the baseline was recorded (else the
     slowdown may be the host's), and a two-run regression must reproduce on replay and lie
-    beyond both the label's history noise floor and ``gate.max_margin`` (:func:`_unattributed`;
-    an explicit threshold it exceeds takes the margin's place).
+    beyond both the label's history noise floor and ``gate.max_margin`` (:func:`_unattributed`).
     """
     change = f"{format_seconds(c.base_s)} -> {format_seconds(c.cand_s)}"
     text = f"{name} regressed {_ci(c)} (margin +{c.delta:.0%}, {change})"
@@ -326,7 +325,7 @@ def _regression(
         missing.append("replay")
         return
     floor = margin.history_floor if margin is not None else 0.0
-    unattributed = _unattributed(e, name, c)
+    unattributed = _unattributed(e)
     # Against a baseline run faster than its label's level, the ratio overstates the change
     # by that much: the bar is cleared against the level (never a lower bound raised by it).
     level = e.baseline_level.get(name, 1.0) if unattributed is not None else 1.0
@@ -386,25 +385,15 @@ def _regression(
             return
     replayed = _reproduced(e.replay, name)
     # Everything so far rests on one process: a fresh one must find it again, its estimate past
-    # the process bar (not the CPU waits' share of it, which were the first look's), or past the
-    # user's explicit threshold where that took the bar's place (_unattributed).
-    threshold = e.fail_thresholds.get(name)
-    if unattributed is None and threshold is not None and e.design == "two-run":
-        fresh = _fresh_replay_problem(
-            e,
-            name,
-            lambda f: exceeds_threshold(f, threshold),
-            f"a real change above the threshold +{threshold:.0%}",
-        )
-    else:
-        fresh = _fresh_replay_problem(
-            e,
-            name,
-            lambda f: _reads_different(e, name, f) and f.ratio * level >= bar,
-            f"DIFFERENT with an estimate of x{bar:.3f} or more"
-            + (" against its label's median of recent runs" if level < 1.0 else ""),
-            level=level,
-        )
+    # the process bar (not the CPU waits' share of it, which were the first look's).
+    fresh = _fresh_replay_problem(
+        e,
+        name,
+        lambda f: _reads_different(e, name, f) and f.ratio * level >= bar,
+        f"DIFFERENT with an estimate of x{bar:.3f} or more"
+        + (" against its label's median of recent runs" if level < 1.0 else ""),
+        level=level,
+    )
     if fresh is not None:
         problem, need = fresh
         escalate.append(f"{text}{replayed}, but {problem}" + ("" if e.same_code else settle))
@@ -609,7 +598,7 @@ def _unconfirmed_bar(e: TestEvidence, floor: float, max_margin: float) -> float:
     return max(bar, SAME_COMMIT_ROLLBACK_RATIO) if e.same_code else bar
 
 
-def _unattributed(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[str, str] | None:
+def _unattributed(e: TestEvidence) -> tuple[str, str] | None:
     """Why an unconfirmed two-run regression below ``gate.max_margin`` cannot be rolled back.
 
     A whole process runs up to 1.8x slower than the next here, and a replay in the same
@@ -627,9 +616,11 @@ def _unattributed(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[st
     code changed, so any shift is the host's or the process's); a label of fewer than
     :data:`MEASURED_FLOOR_RUNS` runs (its floor is the documented default, not this test's own
     noise: an unchanged µs test's p95 moved x2.06 [1.76, 2.25] between two runs here, past the
-    default +37%); or no paired rounds, unless ``c`` exceeds the user's explicit threshold for
-    ``name`` (``--roofline-fail``, :func:`~pytest_roofline.gate.thresholds.exceeds_threshold`),
-    which takes the place of the margin (a lax threshold exempts nothing below it).
+    default +37%); or no paired rounds. An explicit threshold (``--roofline-fail``) exempts
+    nothing here: between two runs an unchanged test's p50 moved past +10% and stayed there in
+    a fresh process (8 of 240 A/A test-runs, ``docs/validation/aa_threshold_never_stop47.txt``),
+    so a two-run change is attributed to the code by paired rounds or by the bar, whatever the
+    threshold (:mod:`pytest_roofline.gate.thresholds`).
 
     :returns: ``(reason, missing evidence)``, or ``None`` when no bar beyond the floor applies
         (a paired design, whose rounds are the comparison).
@@ -647,16 +638,28 @@ def _unattributed(e: TestEvidence, name: str, c: QuantileComparison) -> tuple[st
             "noise floor for this test is the default, not measured",
             "a paired confirmation against the baseline's commit",
         )
-    threshold = e.fail_thresholds.get(name)
-    if threshold is not None and exceeds_threshold(c, threshold):
-        # The user's explicit threshold (--roofline-fail, pytest-benchmark's rule) takes the
-        # place of the gate's margin: a reproduced change past it rolls back, as they asked.
-        return None
+    return _no_paired_rounds(e), "a paired confirmation against the baseline's commit"
+
+
+def _no_paired_rounds(e: TestEvidence) -> str:
+    """That no paired rounds compared a two-run change with the baseline's commit, and why."""
     confirmation = e.confirmation
+    return "no paired rounds compared it with the baseline's commit" + (
+        f" ({confirmation.reason})" if confirmation is not None and confirmation.reason else ""
+    )
+
+
+def _threshold_unattributed(e: TestEvidence) -> str:
+    """Why a two-run change past an explicit threshold is not attributed to the code, ending
+    with the command that would settle it (:func:`pytest_roofline.gate.thresholds.threshold_reasons`)."""
+    if e.same_code:
+        return (
+            "the baseline and this run are the same commit with no uncommitted changes: the "
+            "change is the host's or the process's"
+        )
     return (
-        "no paired rounds compared it with the baseline's commit"
-        + (f" ({confirmation.reason})" if confirmation is not None and confirmation.reason else ""),
-        "a paired confirmation against the baseline's commit",
+        f"{_no_paired_rounds(e)}: between two runs a shift of the host or the process is as "
+        "likely as a change of the code at that size" + _settle(e)
     )
 
 
@@ -716,7 +719,7 @@ def _settled_by_paired_rounds(
         else:
             rollback.append(f"{text}, confirmed by paired rounds against the baseline ({seen})")
     elif paired is not None and outcome == "same":
-        settled = "was not confirmed" if c.outcome == "different" else "(UNKNOWN) is settled"
+        settled = "(UNKNOWN) is settled" if c.outcome == "unknown" else "was not confirmed"
         why = (
             " (a label too noisy to gate on two runs is judged there against the larger of "
             "gate.min_effect and what one pair of worker processes puts unchanged code off by)"
@@ -784,6 +787,51 @@ def _assessed_by_paired_rounds(
         )
         return True
     return False
+
+
+def _past_threshold_settled_by_paired_rounds(
+    e: TestEvidence,
+    name: str,
+    c: QuantileComparison,
+    rollback: list[str],
+    escalate: list[str],
+    notes: list[str],
+    missing: list[str],
+) -> bool:
+    """Decide a SAME first look past the user's explicit threshold (``--roofline-fail``) by its
+    paired rounds, where made. The session asks paired rounds about it and has them judge it
+    against the threshold (:func:`pytest_roofline.gate.confirm.first_look_margins`), so a paired
+    DIFFERENT is a change past the threshold that every pair of worker processes found: it rolls
+    back, as the user asked; a paired SAME rules it out (a note); anything else escalates. Two
+    runs alone never roll it back (:mod:`pytest_roofline.gate.thresholds`).
+
+    :returns: whether paired rounds decided it (the reason lines were added).
+    """
+    threshold = e.fail_thresholds.get(name)
+    confirmation = e.confirmation
+    if (
+        threshold is None
+        or e.design != "two-run"
+        or confirmation is None
+        or name not in confirmation.comparisons
+        or not exceeds_threshold(c, threshold)
+    ):
+        return False
+    text = f"{name} {_ci(c)} is above the explicit threshold +{threshold:.0%} (--roofline-fail)"
+    paired = confirmation.comparisons[name]
+    if paired.outcome == "different" and not paired.ratio >= 1.0 + threshold:
+        # Judged against min_effect (a shifted SAME): the gate's own rule decides that one.
+        return False
+    if paired.outcome == "same" and not paired.ci.high < 1.0 + threshold:
+        # Judged against the process floor (a label too noisy to gate), which is wider.
+        escalate.append(
+            f"{text}; paired rounds against the baseline's commit rule out "
+            f"+{paired.delta:.0%} (paired x{paired.ratio:.3f} {_interval(paired)}), not the "
+            "threshold"
+        )
+        missing.append("a decisive paired comparison")
+        return True
+    return _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing)
 
 
 def _overruled_by_paired_rounds(
@@ -1122,6 +1170,7 @@ def decide_test(e: TestEvidence) -> TestDecision:
     missing: list[str] = []
 
     timing_rollbacks = 0
+    decided_by_rounds: set[str] = set()  # SAME first looks that paired rounds decided
     unassessed: list[str] = []  # tails too autocorrelated to assess that read x3 or more
     # A baseline that timed another workload says nothing about this code's speed: its timing
     # comparisons are reported, and none of them decides.
@@ -1166,8 +1215,10 @@ def decide_test(e: TestEvidence) -> TestDecision:
                         else ""
                     )
                 )
-        elif _overruled_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
-            continue
+        elif _past_threshold_settled_by_paired_rounds(
+            e, name, c, rollback, escalate, notes, missing
+        ) or _overruled_by_paired_rounds(e, name, c, rollback, escalate, notes, missing):
+            decided_by_rounds.add(name)
         elif c.improvement:
             notes.append(f"{name} improved {_ci(c)}")
         else:
@@ -1178,20 +1229,18 @@ def decide_test(e: TestEvidence) -> TestDecision:
 
     # Timing measured while the host canary read the host disturbed decides no rollback.
     disturbed = e.host.reason if e.host is not None and e.host.state == "disturbed" else None
-    # Explicit thresholds (--roofline-fail; pytest-benchmark's --benchmark-compare-fail).
+    # Explicit thresholds (--roofline-fail; pytest-benchmark's --benchmark-compare-fail) on the
+    # SAME first looks paired rounds did not decide: the others are the gate's own.
     explicit = threshold_reasons(
-        timed,
+        {
+            name: c
+            for name, c in timed.items()
+            if c.outcome == "same" and name not in decided_by_rounds
+        },
         e.fail_thresholds,
-        replay_attempted=e.replay.attempted if e.replay is not None else None,
-        replay_ratios=e.replay.ratios if e.replay is not None else {},
+        attributed=e.design == "paired",
+        unattributed=_threshold_unattributed(e),
         host_disturbed=disturbed,
-        fresh_problem=lambda name, threshold: _fresh_replay_problem(
-            e,
-            name,
-            lambda f: exceeds_threshold(f, threshold),
-            f"a real change above the threshold +{threshold:.0%}",
-        ),
-        fresh_seen=lambda name: _fresh_replayed(e, name),
     )
     rollback += explicit.rollback
     escalate += explicit.escalate

@@ -61,6 +61,7 @@ from pytest_roofline.gate.run import (
     judge_test,
 )
 from pytest_roofline.gate.steps import HistorySettings
+from pytest_roofline.gate.thresholds import recorded_threshold_hits
 from pytest_roofline.gate.trend import CurrentRun, label_trends, with_trends, without_trends
 from pytest_roofline.hardware.calibration import host_target
 from pytest_roofline.hardware.machine import machine_fingerprint
@@ -153,17 +154,35 @@ def _drifts_beyond_margins(record: TestRecord) -> bool:
     )
 
 
+def _past_threshold(record: TestRecord, thresholds: Mapping[str, float]) -> dict[str, float]:
+    """The quantiles of a first look that are a real change past the user's explicit threshold
+    (``--roofline-fail``), with that threshold: paired rounds attribute them to the code."""
+    hits = recorded_threshold_hits(record.change or {}, thresholds)
+    return {name: thresholds[name] for name in hits}
+
+
+def _regression_check(record: TestRecord, thresholds: Mapping[str, float]) -> bool:
+    """Whether paired rounds check a possible rollback of ``record`` (a first-look regression,
+    or a change past an explicit threshold) rather than only settle an undecided first look."""
+    return is_regression_check(record.change or {}) or bool(_past_threshold(record, thresholds))
+
+
 def _asked_quantiles(
-    record: TestRecord, entry: BaselineEntry | None, gate: GateSettings
+    record: TestRecord,
+    entry: BaselineEntry | None,
+    gate: GateSettings,
+    thresholds: Mapping[str, float],
 ) -> tuple[str, ...]:
     """The gated quantiles paired rounds are asked to settle (DIFFERENT or UNKNOWN first looks,
-    SAME ones shifted beyond ``min_effect`` inside the label's margin, and every one of a test
-    whose latency drifted within the run or whose baseline the host slowed x3 or more)."""
+    SAME ones shifted beyond ``min_effect`` inside the label's margin or past an explicit
+    threshold, and every one of a test whose latency drifted within the run or whose baseline
+    the host slowed x3 or more)."""
     return needs_confirmation(
         record.change or {},
         gate.min_effect,
         drifting=_drifts_beyond_margins(record),
         baseline_disturbed=entry is not None and entry.host_disturbed is not None,
+        past_threshold=_past_threshold(record, thresholds),
     )
 
 
@@ -687,9 +706,10 @@ class RooflineSession:
             "family_size": self.context.family_size,
             "fail_thresholds": dict(self.context.fail_thresholds),
         }
-        regression = is_regression_check(record.change or {})
+        thresholds = self.context.fail_thresholds
+        regression = _regression_check(record, thresholds)
         settles = regression or self.settings.gate.confirm_time_s != 0
-        asked = _asked_quantiles(record, entry, self.settings.gate)
+        asked = _asked_quantiles(record, entry, self.settings.gate, thresholds)
         # A test whose declared work changed since the baseline is not judged on timing
         # (gate.policy): paired rounds would spend the confirmation time on nothing.
         same_work = entry is None or not work_change(entry.declared, measurement.declared)
@@ -773,7 +793,8 @@ class RooflineSession:
         assert plan.commit is not None
         # First-look regressions first, while gate.confirm_time lasts; then UNKNOWN first looks
         # are settled while the session's settling time lasts.
-        required = [n for n in self._pending if is_regression_check(self.records[n].change or {})]
+        thresholds = self.context.fail_thresholds
+        required = [n for n in self._pending if _regression_check(self.records[n], thresholds)]
         to_settle = settling_order(
             {n: self.records[n].decision for n in self._pending if n not in required}
         )
@@ -804,13 +825,20 @@ class RooflineSession:
             )
         )
         found = confirm_tests(
-            {n: _asked_quantiles(self.records[n], self._entries.get(n), gate) for n in nodeids},
+            {
+                n: _asked_quantiles(self.records[n], self._entries.get(n), gate, thresholds)
+                for n in nodeids
+            },
             required=required,
             settle_s=settle_s,
             confirm_s=confirm_s,
             replica_s=pair_time_s,
             first_look={
-                n: first_look_margins(self.records[n].change or {}, gate.min_effect)
+                n: first_look_margins(
+                    self.records[n].change or {},
+                    gate.min_effect,
+                    _past_threshold(self.records[n], thresholds),
+                )
                 for n in nodeids
             },
             call_s={n: self.results[n].summary().p50_s or 0.0 for n in nodeids},

@@ -275,24 +275,37 @@ def costed_project(project: pytest.Pytester) -> tuple[dict[str, float], tuple[st
     return scale, common
 
 
-def test_an_explicit_threshold_fails_a_real_change_the_noise_floor_would_ship(
+def test_an_explicit_threshold_escalates_a_real_change_the_noise_floor_would_ship(
     project: pytest.Pytester,
 ) -> None:
+    # No git here, so no paired rounds: two runs alone do not attribute +15% to the code (a
+    # shift between runs is as likely, gate.thresholds), so the threshold escalates it, and
+    # --roofline-gate=escalate makes that fail the run.
     scale, common = costed_project(project)
     (project.path / "scale.json").write_text(
         json.dumps({**scale, "test_c": 1.15})
     )  # +15% on one test
     shipped = project.runpytest(*common, "--roofline-baseline=main")
     shipped.assert_outcomes(passed=6)  # +15% is inside the no-history noise floor (+35% on p50)
-    failed = project.runpytest(
+    assert json.loads((project.path / "out.json").read_text())["decision"] == "ship"
+    flagged = project.runpytest(
         *common, "--roofline-baseline=main", "--benchmark-compare-fail=median:10%"
     )
-    failed.assert_outcomes(passed=5, failed=1)
-    failed.stdout.fnmatch_lines(
+    flagged.assert_outcomes(passed=6)
+    flagged.stdout.fnmatch_lines(
         [
-            "pytest-roofline ROLLBACK: p50 x1.150 * is above the explicit threshold +10% (--roofline-fail), reproduced on replay, reproduced in a fresh process (p50 x1.1*"
+            "ESCALATE test_costed.py::test_c: *",
+            "    p50 x1.150 * is above the explicit threshold +10% (--roofline-fail), but no paired rounds compared it with the baseline's commit (the baseline run recorded no git commit)*",
         ]
     )
+    assert json.loads((project.path / "out.json").read_text())["decision"] == "escalate"
+    gated = project.runpytest(
+        *common,
+        "--roofline-baseline=main",
+        "--benchmark-compare-fail=median:10%",
+        "--roofline-gate=escalate",
+    )
+    gated.assert_outcomes(passed=5, failed=1)
     assert (
         project.runpytest(*common, "--roofline-baseline=main", "--roofline-fail=p50:20%").ret == 0
     )

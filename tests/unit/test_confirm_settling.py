@@ -154,6 +154,31 @@ def test_a_same_first_look_is_asked_only_when_its_interval_lies_beyond_min_effec
     assert needs_confirmation({"p95": FirstLook("unknown", "suspect", 0.38, "history")}) == ("p95",)
 
 
+def test_a_same_first_look_past_an_explicit_threshold_is_asked_and_judged_against_it() -> None:
+    # --roofline-fail=p50:10%: x1.15 [1.03, 1.22] is SAME against the label's +35% floor and
+    # not shifted beyond min_effect, but past the threshold; two runs do not attribute it to
+    # the code (gate.thresholds), so paired rounds are asked, against the threshold.
+    min_effect = GateSettings().min_effect
+    looks = {
+        "p50": FirstLook("same", "ok", 0.35, "history", ci_low=1.03),
+        "p95": FirstLook("same", "ok", 0.37, "history", ci_low=1.01),
+    }
+    assert needs_confirmation(looks, min_effect) == ()
+    assert needs_confirmation(looks, min_effect, past_threshold={"p50": 0.10}) == ("p50",)
+    margins = first_look_margins(looks, min_effect, {"p50": 0.10})
+    assert margins == {"p50": 0.10, "p95": 0.37}
+    # An UNKNOWN first look past it is judged against the smaller of its margin and the threshold.
+    unknown = {"p50": FirstLook("unknown", "suspect", 0.35, "history", ci_low=1.02)}
+    assert first_look_margins(unknown, min_effect, {"p50": 0.10}) == {"p50": 0.10}
+    assert first_look_margins(unknown, min_effect, {"p50": 0.50}) == {"p50": 0.35}
+    # A label too noisy to gate keeps the process floor: one pair of worker processes cannot
+    # tell +10% from its own draw (the policy escalates if the floor is all they rule out).
+    noisy = {"p50": FirstLook("unknown", "not detected", 1.0, "cap", ci_low=1.02)}
+    assert first_look_margins(noisy, min_effect, {"p50": 0.10}) == {
+        "p50": PAIRED_PROCESS_FLOOR["p50"]
+    }
+
+
 def paired_windows(
     *, seed: int, pairs: int, effect: float, spread: float
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:

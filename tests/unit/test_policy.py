@@ -282,8 +282,8 @@ NOT_REPRODUCED = ReplayOutcome(True, 1, False, {"p95": (1.01,)})
         # a reproduced x4.59 past the cap is the larger problem's, and escalates, never rolls back.
         ({"comparisons": {"p50": comparison("regression", 4.59, 4.4, 4.8, quantile=0.5)}, "replay": REPRODUCED, "history_runs": 1, "same_code": True, "work_change": {"bytes_moved": (2.147e9, 1.0066e10)}, "efficiency_ratio": 1.02}, "escalate", "the declared work of one call changed since the baseline (bytes moved 2.15 GB -> 10.1 GB (x4.69)): the baseline timed another workload, so its timings do not judge this code; p50 x4.590 [4.400, 4.800], x1.02 the baseline's efficiency per unit of work. If the new size is intended, save a new baseline"),
         # ... nor does an explicit threshold on its timing, and the same timing ships no silence.
-        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}}, "rollback", "above the explicit threshold +5%"),
-        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}, "work_change": {"flops": (2e6, 4e6)}}, "escalate", "FLOPs 2 MFLOP -> 4 MFLOP (x2.00)"),
+        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}, "design": "paired"}, "rollback", "above the explicit threshold +5%"),
+        ({"comparisons": {"p95": comparison("ok", 1.3, 1.25, 1.35, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.05}, "design": "paired", "work_change": {"flops": (2e6, 4e6)}}, "escalate", "FLOPs 2 MFLOP -> 4 MFLOP (x2.00)"),
         ({"comparisons": {"p95": comparison("ok", 1.0)}, "work_change": {"flops": (2e6, 4e6)}}, "escalate", "FLOPs 2 MFLOP -> 4 MFLOP (x2.00)): the baseline timed another workload"),
         # Non-timing evidence still decides: a quality regression rolls back.
         ({"quality": (QualityOutcome("err", 0.1, 0.001, False, 0.01, False),), "work_change": {"bytes_moved": (1e6, 2e6)}}, "rollback", "quality err worsened"),
@@ -586,14 +586,12 @@ AUTOCORRELATED_X6 = comparison(
         # Against a baseline run faster than its label, the fresh estimate is shown at the label's level too.
         ({"comparisons": {"p50": comparison("regression", 4.59, 2.9, 6.781, quantile=0.5)}, "history_runs": 3, "baseline_level": {"p50": 0.8}, "fresh_replay": fresh(p50=comparison("regression", 2.3, 2.2, 2.4, quantile=0.5))}, "escalate", "(p50 x2.300 [2.200, 2.400], x1.840 against its label's median of recent runs; needed: DIFFERENT with an estimate of x2.000 or more against its label's median of recent runs)", False),
         ({"fresh_replay_due": False}, "rollback", "p50 regressed x4.000 [3.500, 4.500] (margin +37%, 1 ms -> 4 ms), reproduced on replay", False),
-        # An explicit threshold (--roofline-fail) needs the fresh process past it too.
-        ({**THRESHOLD, "comparisons": THRESHOLD["comparisons"]}, "escalate", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, but it is not yet measured again in a fresh process", True),
-        ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.01, 0.97, 1.05))}, "escalate", "needed: a real change above the threshold +5%", False),
-        # A DIFFERENT the threshold exempted from the x2 bar (a label of 3 runs) needs the fresh
-        # process past the threshold, not past the floor's DIFFERENT.
-        ({"comparisons": {"p95": comparison("regression", 1.5, 1.4, 1.6, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.3}, "replay": REPRODUCED, "history_runs": 3, "fresh_replay_due": True, "fresh_replay": fresh(p95=comparison("regression", 1.2, 1.1, 1.3, p_adjusted=0.001))}, "escalate", "needed: a real change above the threshold +30%", False),
-        ({"comparisons": {"p95": comparison("regression", 1.5, 1.4, 1.6, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.3}, "replay": REPRODUCED, "history_runs": 3, "fresh_replay_due": True, "fresh_replay": fresh(p95=comparison("regression", 1.45, 1.35, 1.55, p_adjusted=0.001))}, "rollback", "reproduced in a fresh process (p95 x1.450", False),
-        ({**THRESHOLD, "fresh_replay": fresh(p95=comparison("ok", 1.28, 1.22, 1.33, p_adjusted=0.001))}, "rollback", "above the explicit threshold +5% (--roofline-fail), reproduced on replay, reproduced in a fresh process (p95 x1.280 [1.220, 1.330])", False),
+        # An explicit threshold (--roofline-fail) is no reason for a fresh process: two runs do not
+        # attribute a change of its size, in one process or two (stop 47: 8 of 240 unchanged
+        # test-runs reproduced p50 x1.19-x1.56 in a fresh process); paired rounds do.
+        (THRESHOLD, "escalate", "above the explicit threshold +5% (--roofline-fail), but no paired rounds compared it with the baseline's commit", False),
+        # A DIFFERENT below the x2 bar stays below it, whatever the threshold.
+        ({"comparisons": {"p95": comparison("regression", 1.5, 1.4, 1.6, p_adjusted=0.001)}, "fail_thresholds": {"p95": 0.3}, "replay": REPRODUCED, "history_runs": 3, "fresh_replay_due": True}, "escalate", "below x2 (lower bound x1.400)", False),
     ],
 )  # fmt: skip
 def test_a_regression_without_paired_rounds_rolls_back_only_once_a_fresh_process_reproduces_it(
