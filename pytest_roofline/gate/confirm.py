@@ -275,9 +275,11 @@ def first_look_margins(
     A quantile past the user's explicit threshold (``past_threshold``, as in
     :func:`needs_confirmation`) is judged against the smaller of that margin and the threshold:
     the user asked for a rollback above it, and paired rounds are what attribute the change to
-    the code (:mod:`pytest_roofline.gate.thresholds`). A label too noisy to gate, and a shifted
-    SAME, keep theirs (the process floor, ``min_effect``): below the floor one pair of worker
-    processes cannot tell a threshold's change from its own draw.
+    the code (:mod:`pytest_roofline.gate.thresholds`); a shifted SAME past it too (its rounds
+    stop once they rule out the threshold, which is all the session asks of them then: they
+    still call DIFFERENT beyond ``min_effect``). A label too noisy to gate keeps the process
+    floor: below it one pair of worker processes cannot tell a threshold's change from its own
+    draw.
 
     >>> from types import SimpleNamespace as C
     >>> same = C(delta=0.37, verdict="different", outcome="same", margin_source="history", ci_low=1.02)
@@ -293,10 +295,15 @@ def first_look_margins(
             continue
         if c.margin_source == "cap":
             out[name] = PAIRED_PROCESS_FLOOR.get(name, 0.0)
-        elif c.margin_source in ("history", "min_effect") and not shifted_inside_margin(
-            c, min_effect.get(name, 0.0)
-        ):
-            out[name] = min(float(c.delta), past.get(name, math.inf))
+        elif c.margin_source in ("history", "min_effect"):
+            shifted = shifted_inside_margin(c, min_effect.get(name, 0.0))
+            margin = (
+                past.get(name, math.inf)
+                if shifted
+                else min(float(c.delta), past.get(name, math.inf))
+            )
+            if math.isfinite(margin):
+                out[name] = margin
     return out
 
 
@@ -387,6 +394,10 @@ def replicated(first: Confirmation, *again: Confirmation, start: int = 2) -> Con
     in order (the second pair, the third, ...), and stays confirmed only while every one of
     them finds it too; the first that does not (or could not
     measure it) makes the test ``inconclusive`` (escalated), the reason naming what each found.
+    "Finds it" means the same quantile: a later pair that finds only another quantile DIFFERENT
+    (the first pair's p50, its own p99) disagrees, as each pair's process draw may shift any of
+    three quantiles; a quantile the first pair found and a later one did not is left to what the
+    later one read, so the regression stands on the quantiles every pair found.
     Anything the first pair did not confirm is returned as it is, and later pairs are ignored
     once one disagreed.
 
@@ -598,15 +609,34 @@ def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Co
     nth = f"a {_ordinal(number)} pair of worker processes"
     pairs = (first.pairs or 0) + (second.pairs or 0)
     dropped = (first.pairs_dropped or 0) + (second.pairs_dropped or 0)
-    if second.state == "confirmed":
+    regressed = [n for n, c in first.comparisons.items() if c.outcome == "different"]
+    agreed = [n for n in regressed if _different(second.comparisons.get(n))]
+    if second.state == "confirmed" and agreed:
+        # A quantile the earlier pairs found and this one did not is left to what this one read
+        # (its rounds stop at their first DIFFERENT, so often UNKNOWN): only the quantiles every
+        # pair found stand as the regression.
         return replace(
             first,
             reason=f"{first.reason}; reproduced by {nth} "
             f"({second.reason.removeprefix(_PAIRED_PREFIX)})",
+            comparisons={
+                **first.comparisons,
+                **{
+                    n: second.comparisons[n]
+                    for n in regressed
+                    if n not in agreed and n in second.comparisons
+                },
+            },
             pairs=pairs,
             pairs_dropped=dropped,
         )
-    if second.state == "unavailable":
+    if second.state == "confirmed":
+        why = (
+            f"{first.reason}, but {nth} found another quantile DIFFERENT, not "
+            f"{', '.join(regressed)} ({second.reason.removeprefix(_PAIRED_PREFIX)}): the "
+            "processes differ, not necessarily the code"
+        )
+    elif second.state == "unavailable":
         why = (
             f"{first.reason}, but {nth} could not measure it again ({second.reason}): "
             f"a rollback needs {number} pairs of processes to find it"
@@ -631,6 +661,10 @@ def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Co
         disputed=True,
         dispute=second.dispute if second.disputed else "processes",
     )
+
+
+def _different(c: stats.QuantileComparison | None) -> bool:
+    return c is not None and c.outcome == "different"
 
 
 def _ordinal(number: int) -> str:

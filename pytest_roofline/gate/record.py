@@ -290,7 +290,11 @@ def test_record(
         mean_s=summary.mean_s,
         min_s=summary.min_s,
         max_s=summary.max_s,
-        baseline=BaselineSummary(base.p50_s, base.p95_s, base.p99_s, base.n) if base else None,
+        baseline=(
+            BaselineSummary(base.p50_s, base.p95_s, base.p99_s, base.n, dict(e.baseline_level))
+            if base
+            else None
+        ),
         change={name: change_record(c) for name, c in e.comparisons.items()} or None,
         margins={name: m.margin for name, m in e.margins.items()},
         mde=dict(e.mde),

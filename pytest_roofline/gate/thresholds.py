@@ -5,7 +5,7 @@ user's threshold counts as a regression when it is also *real* (the interval's l
 1, the session-wide (Bonferroni) p-value below alpha, the change above the absolute floor) and
 *attributed to the code*: paired rounds against the baseline's commit find it past the
 threshold too (they are asked about it, judged against the threshold: ``gate.confirm``), or the
-run is paired (``pytest-roofline ab``). The user's threshold takes the place of the gate's
+comparison itself is paired. The user's threshold takes the place of the gate's
 margin (``min_effect``, history noise floor), so "fail above +10% on p50" is kept, and the
 statistics still guard against noise: a +15% that the interval does not establish ships.
 

@@ -168,12 +168,18 @@ class QuantileChange(Record):
 
 @dataclass(frozen=True, slots=True)
 class BaselineSummary(Record):
-    """The baseline's quantiles of a test (``tests[].baseline``)."""
+    """The baseline's quantiles of a test (``tests[].baseline``).
+
+    ``level``: each quantile of the baseline run compared with, as a ratio of its label's median
+    of recent runs (below 1: that run was a fast draw; a two-run regression's bar without paired
+    rounds is then cleared against the median, ``gate.policy``); empty without such history.
+    """
 
     p50_s: float | None = None
     p95_s: float | None = None
     p99_s: float | None = None
     samples: int | None = None
+    level: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

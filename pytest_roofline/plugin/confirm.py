@@ -492,17 +492,21 @@ def _measure(
     )
     found: dict[str, Confirmation] = {}
 
-    def confirm(workers: PairedWorkers, nodeid: str) -> Confirmation:
+    def confirm(
+        workers: PairedWorkers, nodeid: str, quantiles: Sequence[str] | None = None
+    ) -> Confirmation:
+        """``nodeid``'s paired rounds on ``workers``, asking ``quantiles`` (default: all asked)."""
+        names = asked[nodeid] if quantiles is None else quantiles
         own = first_look.get(nodeid, {})
-        margins = {name: confirmation_margin(gate, name, own.get(name)) for name in asked[nodeid]}
-        window_s = window_for(asked[nodeid], call_s.get(nodeid, 0.0), windows.window_s)
+        margins = {name: confirmation_margin(gate, name, own.get(name)) for name in names}
+        window_s = window_for(names, call_s.get(nodeid, 0.0), windows.window_s)
         test = workers.measure_test(
             nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
         )
         log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {len(test.dropped)} dropped")
         # Pairs with a host-disturbed window on either side are left out (ab.pairs).
         return windows_confirmation(
-            asked[nodeid],
+            names,
             test,
             margins,
             plan,
@@ -546,8 +550,20 @@ def _measure(
                 f"measuring {len(again)} confirmed regression(s) again on worker pair {number} "
                 f"for up to {pair_s:.0f} s"
             )
+            # A fresh pair is asked only what the pairs before found DIFFERENT: it must find the
+            # same regression (gate.confirm.replicated), and its rounds would otherwise stop at
+            # whichever quantile crossed first, leaving the one to reproduce undecided.
             replicas = _replica_pair(
-                again, specs, windows, number, pair_s, measure=confirm, clock=clock, log=log
+                again,
+                specs,
+                windows,
+                number,
+                pair_s,
+                measure=lambda workers, nodeid: confirm(
+                    workers, nodeid, _regressed(found[nodeid]) or None
+                ),
+                clock=clock,
+                log=log,
             )
             for nodeid in again:
                 found[nodeid] = replicated(found[nodeid], replicas[nodeid], start=number)
@@ -561,6 +577,11 @@ def _measure(
                 ),
             )
     return found
+
+
+def _regressed(confirmation: Confirmation) -> tuple[str, ...]:
+    """The quantiles ``confirmation``'s paired comparisons found DIFFERENT."""
+    return tuple(n for n, c in confirmation.comparisons.items() if c.outcome == "different")
 
 
 def _replica_pair(

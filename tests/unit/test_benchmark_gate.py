@@ -108,8 +108,19 @@ def paired(state: str, *, outcome: str, ratio: float, low: float, high: float) -
                 "confirmation": paired("overturned", outcome="same", ratio=1.01, low=0.98, high=1.04),
             },
             "ship",
-            "p50: a first look of x1.150 was not confirmed: paired rounds against the baseline's "
-            "commit rule out +10% (paired x1.010 [0.980, 1.040])",
+            "p50: a first look of x1.150 past the explicit threshold +10% was not confirmed: "
+            "paired rounds against the baseline's commit rule it out (paired x1.010 [0.980, 1.040])",
+        ),
+        # ... also where the rounds judged it against min_effect (a shifted SAME) and could not
+        # rule +5% out (the example suite, stop 48: the same figures) ...
+        (
+            {
+                "comparisons": {"p50": REAL_15},
+                "fail_thresholds": {"p50": 0.10},
+                "confirmation": paired("inconclusive", outcome="unknown", ratio=1.015, low=0.928, high=1.051),
+            },
+            "ship",
+            "rule it out (paired x1.015 [0.928, 1.051])",
         ),
         # ... neither, an escalation.
         (
@@ -154,6 +165,7 @@ def paired(state: str, *, outcome: str, ratio: float, low: float, high: float) -
         "replayed",
         "paired-past",
         "paired-ruled-out",
+        "paired-ruled-out-at-the-threshold",
         "paired-unknown",
         "same-commit",
         "ab",

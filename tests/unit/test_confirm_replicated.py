@@ -45,6 +45,55 @@ def test_a_regression_only_one_pair_of_processes_finds_is_inconclusive() -> None
     assert both.comparisons["p50"].ratio == SAME["p50"].ratio
 
 
+def test_a_second_pair_that_finds_only_another_quantile_disagrees() -> None:
+    # Each pair's process draw may shift any of three quantiles: pair 1's p50 and pair 2's p99
+    # are two draws, not one regression found twice.
+    p99 = {
+        "p50": comparison("suspect", 1.05, 0.98, 1.12, quantile=0.5),
+        "p99": comparison("regression", 1.4, 1.2, 1.6, quantile=0.99),
+    }
+    second = confirmation_from(["p50", "p99"], p99, command="pytest-roofline ab ...", pairs=8)
+    assert second.state == "confirmed"
+    both = replicated(confirmation(DIFFERENT), second)
+    assert both.state == "inconclusive" and both.disputed
+    assert (
+        "a second pair of worker processes found another quantile DIFFERENT, not p50" in both.reason
+    )
+    decided = decide_test(
+        evidence(comparisons={"p50": DIFFERENT["p50"]}, history_runs=3, confirmation=both)
+    )
+    assert decided.decision == "escalate", decided.reasons
+
+
+def test_a_regression_stands_on_the_quantiles_every_pair_found() -> None:
+    # Pair 1: p50 and p95 DIFFERENT; pair 2: p95 only (its rounds stopped there, p50 UNKNOWN).
+    first_found = {
+        "p50": comparison("regression", 1.22, 1.09, 1.29, quantile=0.5),
+        "p95": comparison("regression", 1.5, 1.3, 1.7),
+    }
+    second_found = {
+        "p50": comparison("suspect", 1.04, 0.97, 1.1, quantile=0.5),
+        "p95": comparison("regression", 1.45, 1.25, 1.6),
+    }
+    asked = ["p50", "p95"]
+    both = replicated(
+        confirmation_from(asked, first_found, command="ab", pairs=8),
+        confirmation_from(asked, second_found, command="ab", pairs=8),
+    )
+    assert both.state == "confirmed"
+    assert both.comparisons["p95"] is first_found["p95"]
+    assert both.comparisons["p50"] is second_found["p50"]  # not found by both: left to pair 2
+    decided = decide_test(
+        evidence(
+            comparisons={"p50": first_found["p50"], "p95": first_found["p95"]},
+            confirmation=both,
+        )
+    )
+    assert decided.decision == "rollback"
+    assert any(r.startswith("p95 regressed") for r in decided.reasons), decided.reasons
+    assert not any(r.startswith("p50 regressed") for r in decided.reasons), decided.reasons
+
+
 def test_a_second_pair_that_could_not_run_leaves_the_regression_unconfirmed() -> None:
     failed = Confirmation(state="unavailable", reason="the second pair of workers failed: boom")
     both = replicated(confirmation(DIFFERENT), failed)

@@ -171,6 +171,10 @@ def test_a_same_first_look_past_an_explicit_threshold_is_asked_and_judged_agains
     unknown = {"p50": FirstLook("unknown", "suspect", 0.35, "history", ci_low=1.02)}
     assert first_look_margins(unknown, min_effect, {"p50": 0.10}) == {"p50": 0.10}
     assert first_look_margins(unknown, min_effect, {"p50": 0.50}) == {"p50": 0.35}
+    # A shifted SAME past it is judged against the threshold too (without it: min_effect).
+    shifted = {"p50": FirstLook("same", "ok", 0.35, "history", ci_low=1.11)}
+    assert first_look_margins(shifted, min_effect) == {}
+    assert first_look_margins(shifted, min_effect, {"p50": 0.10}) == {"p50": 0.10}
     # A label too noisy to gate keeps the process floor: one pair of worker processes cannot
     # tell +10% from its own draw (the policy escalates if the floor is all they rule out).
     noisy = {"p50": FirstLook("unknown", "not detected", 1.0, "cap", ci_low=1.02)}

@@ -19,6 +19,7 @@ from pytest_roofline.gate.history import (
     since_last_step,
 )
 from pytest_roofline.gate.policy import decide_test
+from pytest_roofline.gate.run import judge_test
 from pytest_roofline.measure.measurement import Measurement
 from pytest_roofline.measure.sampling import SampleSet
 from pytest_roofline.model.results import TestResult
@@ -198,6 +199,10 @@ def test_the_evidence_carries_how_far_the_latest_baseline_run_sat_below_its_labe
     )
     found = evaluate(result(run_samples(rng, 1.0)), entry, EvidenceContext(), target=None)
     assert found.baseline_level["p50"] == pytest.approx(0.8, rel=0.03)
+    # The JSON shows it beside the baseline's quantiles, since reasons quote it.
+    record = judge_test(result(run_samples(rng, 1.0)), entry, EvidenceContext(), target=None)
+    shown = record.to_json()["baseline"]["level"]
+    assert shown["p50"] == pytest.approx(found.baseline_level["p50"])
     young = evaluate(
         result(run_samples(rng, 1.0)),
         BaselineEntry(run_samples(rng, 0.8), None, {}, history_samples=(run_samples(rng, 1.0),)),
