@@ -339,9 +339,10 @@ def test_the_workers_idle_blas_threads_stop_spinning_unless_the_user_chose_other
     (root / "README").write_text("docs only\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "docs")
+    # One pair of workers: what is checked is the environment every worker gets.
     status = main(
-        ["ab", "--baseline=HEAD~1", "--rounds=8", "--json=out.json", "--report=out.html",
-         *PYTEST_ARGS]
+        ["ab", "--baseline=HEAD~1", "--rounds=8", "--worker-pairs=1", "--json=out.json",
+         "--report=out.html", *PYTEST_ARGS]
     )  # fmt: skip
     err = capsys.readouterr().err
     document = json.loads((root / "out.json").read_text())
@@ -390,8 +391,9 @@ def test_a_markers_budget_is_the_tests_budget_per_side_spread_over_its_windows(
         "def test_k(roofline, work):\n    roofline(work)\n",
     )
     status = main(
-        ["ab", "--baseline=HEAD", "--rounds=8", "--budget=0.2", "--json=out.json", *PYTEST_ARGS]
-    )
+        ["ab", "--baseline=HEAD", "--rounds=8", "--budget=0.2", "--worker-pairs=1",
+         "--json=out.json", *PYTEST_ARGS]
+    )  # fmt: skip
     err = capsys.readouterr().err
     (test,) = json.loads((root / "out.json").read_text())["tests"]
     assert status == 0, err

@@ -345,15 +345,15 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
 @pytest.mark.parametrize(
     ("kernel_ms", "host_slow", "options", "decision"),
     [
-        ("2.5", "1", (), "rollback"),
-        # Under xdist the controller decides the test again after the rounds, with the context
-        # its workers reported (the thresholds included: without them it would roll the test
-        # back on the gate's own shifted rule, never naming the threshold).
+        # Under xdist, where the controller decides the test again after the rounds with the
+        # context its workers reported (the thresholds included: without them it would roll the
+        # test back on the gate's own shifted rule, never naming the threshold). One process
+        # takes the same rounds (confirm_tests) from the session itself.
         ("2.5", "1", ("-n", "2"), "rollback"),
         ("2.5", "1", ("--roofline-confirm=never",), "escalate"),
         ("2", "1.25", (), "ship"),
     ],
-    ids=["the-code-got-slower", "xdist", "no-paired-rounds", "the-host-got-slower"],
+    ids=["the-code-got-slower-xdist", "no-paired-rounds", "the-host-got-slower"],
 )  # fmt: skip
 def test_an_explicit_threshold_rolls_back_only_what_paired_rounds_attribute_to_the_code(
     repo: Path, kernel_ms: str, host_slow: str, options: tuple[str, ...], decision: str
