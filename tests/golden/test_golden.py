@@ -40,6 +40,8 @@ DECLARED_ADDITIONS: frozenset[str] = frozenset(
         "run.gate.unknown_extension",
         "run.gate.confirm",
         "run.gate.confirm_time_s",  # 0.2.0: how long paired rounds may settle UNKNOWN looks
+        # 0.2.0: the baseline run's level against its label's median of recent runs
+        "tests.*.baseline.level",
     }
 )
 
