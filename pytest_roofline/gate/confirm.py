@@ -612,20 +612,17 @@ def _one_more_pair(first: Confirmation, second: Confirmation, number: int) -> Co
     regressed = [n for n, c in first.comparisons.items() if c.outcome == "different"]
     agreed = [n for n in regressed if _different(second.comparisons.get(n))]
     if second.state == "confirmed" and agreed:
-        # A quantile the earlier pairs found and this one did not is left to what this one read
-        # (its rounds stop at their first DIFFERENT, so often UNKNOWN): only the quantiles every
-        # pair found stand as the regression.
+        # A quantile the earlier pairs found and this one did not is left to what this one read,
+        # or dropped where it did not compare it: only the quantiles every pair found stand as
+        # the regression.
         return replace(
             first,
             reason=f"{first.reason}; reproduced by {nth} "
             f"({second.reason.removeprefix(_PAIRED_PREFIX)})",
             comparisons={
-                **first.comparisons,
-                **{
-                    n: second.comparisons[n]
-                    for n in regressed
-                    if n not in agreed and n in second.comparisons
-                },
+                n: second.comparisons[n] if n in regressed and n not in agreed else c
+                for n, c in first.comparisons.items()
+                if n in agreed or n not in regressed or n in second.comparisons
             },
             pairs=pairs,
             pairs_dropped=dropped,

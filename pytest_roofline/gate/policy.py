@@ -657,9 +657,15 @@ def _threshold_unattributed(e: TestEvidence) -> str:
             "the baseline and this run are the same commit with no uncommitted changes: the "
             "change is the host's or the process's"
         )
+    confirmation = e.confirmation
+    unsettled = (
+        f"paired rounds against the baseline's commit did not compare it ({confirmation.reason})"
+        if confirmation is not None and confirmation.state != "unavailable"
+        else _no_paired_rounds(e)
+    )
     return (
-        f"{_no_paired_rounds(e)}: between two runs a shift of the host or the process is as "
-        "likely as a change of the code at that size" + _settle(e)
+        f"{unsettled}: between two runs a shift of the host or the process is as likely as a "
+        "change of the code at that size" + _settle(e)
     )
 
 
@@ -820,9 +826,26 @@ def _past_threshold_settled_by_paired_rounds(
     text = f"{name} {_ci(c)} is above the explicit threshold +{threshold:.0%} (--roofline-fail)"
     paired = confirmation.comparisons[name]
     seen = f"paired x{paired.ratio:.3f} {_interval(paired)}"
+    if confirmation.disputed:
+        # Pairs of worker processes disagreed: the comparisons are the one that did not find it,
+        # which says nothing against the one that did (it escalates, naming both).
+        return _settled_by_paired_rounds(e, name, c, text, rollback, escalate, notes, missing)
     if paired.outcome == "different" and not paired.ratio >= 1.0 + threshold:
-        # Judged against min_effect (a shifted SAME): the gate's own rule decides that one.
-        return False
+        margin = e.margins.get(name)
+        if (
+            margin is not None
+            and c.margin_source == "history"
+            and c.ci.low > 1.0 + margin.min_effect
+        ):
+            # A shifted SAME, which paired rounds are asked about without a threshold too: the
+            # gate's own rule (DIFFERENT beyond min_effect rolls back) decides it.
+            return False
+        # Asked only for the threshold: a change the rounds put below it is what the user allows.
+        notes.append(
+            f"{name}: a first look of x{c.ratio:.3f} past the explicit threshold "
+            f"+{threshold:.0%}: paired rounds against the baseline's commit find {seen}, below it"
+        )
+        return True
     if paired.outcome != "different" and paired.ci.high < 1.0 + threshold:
         # Ruled out at the threshold, whatever the rounds' own margin made of it: a shifted SAME
         # is judged there against min_effect, and paired x1.015 [0.928, 1.051] is UNKNOWN

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_roofline.config.settings import DEFAULT_LAYERS, GateSettings
 from pytest_roofline.config.sla import SlaSpec
+from pytest_roofline.gate.confirm import replicated
 from pytest_roofline.gate.evidence import (
     BaselineEntry,
     Confirmation,
@@ -200,18 +201,72 @@ def test_paired_rounds_judged_against_a_wider_floor_do_not_rule_out_the_threshol
     )
 
 
-def test_a_paired_change_below_the_threshold_is_left_to_the_gates_own_rule() -> None:
-    # A shifted SAME first look is judged in paired rounds against min_effect: a paired +6%
-    # is the gate's rollback (beyond min_effect), never one "above the explicit threshold".
+def test_a_paired_change_below_the_threshold_is_the_gates_own_rule_or_allowed() -> None:
+    # Paired rounds call DIFFERENT beyond min_effect (+5%). A shifted SAME first look (its
+    # interval beyond min_effect, inside the label's wide margin) is asked of them without a
+    # threshold too, and the gate's own rule rolls back what they establish: a paired +6% is
+    # that rollback, never one "above the explicit threshold".
     small = comparison("regression", 1.06, 1.04, 1.08, p_adjusted=1e-6, quantile=0.5, delta=0.05)
-    decided = decide_test(
+    confirmed = Confirmation("confirmed", "paired rounds: p50 DIFFERENT", {"p50": small})
+    shifted = comparison(
+        "ok", 1.15, 1.12, 1.18, p_adjusted=1e-6, quantile=0.5, delta=0.35, margin_source="history"
+    )
+    gate_rule = decide_test(
         evidence(
-            comparisons={"p50": REAL_15},
-            fail_thresholds={"p50": 0.10},
-            confirmation=Confirmation("confirmed", "paired rounds: p50 DIFFERENT", {"p50": small}),
+            comparisons={"p50": shifted}, fail_thresholds={"p50": 0.10}, confirmation=confirmed
         )
     )
-    assert not any("explicit threshold" in r for r in decided.reasons), decided.reasons
+    assert gate_rule.decision == "rollback", gate_rule.reasons
+    assert any("beyond min_effect, confirmed by paired rounds" in r for r in gate_rule.reasons)
+    assert not any("explicit threshold" in r for r in gate_rule.reasons), gate_rule.reasons
+    # One asked only for the threshold (its interval reaches down to +3%): what the rounds put
+    # below the threshold is what the user allows.
+    asked = comparison(
+        "ok", 1.15, 1.03, 1.22, p_adjusted=1e-6, quantile=0.5, delta=0.35, margin_source="history"
+    )
+    allowed = decide_test(
+        evidence(comparisons={"p50": asked}, fail_thresholds={"p50": 0.10}, confirmation=confirmed)
+    )
+    assert allowed.decision == "ship", allowed.reasons
+    assert any(
+        "past the explicit threshold +10%: paired rounds against the baseline's commit find "
+        "paired x1.060 [1.040, 1.080], below it" in r
+        for r in allowed.reasons
+    ), allowed.reasons
+
+
+def test_a_threshold_hit_the_pairs_of_worker_processes_disagree_on_escalates() -> None:
+    # The first pair found p50 x1.15 past +10%, the second ruled it out: the comparisons kept
+    # are the second's, which must not ship the test as "ruled out".
+    first = Confirmation(
+        "confirmed", "paired rounds: p50 DIFFERENT",
+        {"p50": comparison("regression", 1.15, 1.08, 1.2, p_adjusted=1e-6, quantile=0.5, delta=0.1)},
+    )  # fmt: skip
+    second = Confirmation(
+        "overturned", "paired rounds: p50 SAME",
+        {"p50": comparison("ok", 1.01, 0.97, 1.04, p_adjusted=0.5, quantile=0.5, delta=0.1)},
+    )  # fmt: skip
+    disputed = replicated(first, second)
+    assert disputed.disputed
+    decided = decide_test(
+        evidence(comparisons={"p50": REAL_15}, fail_thresholds={"p50": 0.10}, confirmation=disputed)
+    )
+    assert decided.decision == "escalate", decided.reasons
+    assert any("a second pair of worker processes did not find it" in r for r in decided.reasons)
+
+
+def test_a_threshold_hit_the_rounds_did_not_reach_says_so() -> None:
+    # Paired rounds ran, but not on this quantile (the time ran out, a window too short).
+    other = Confirmation("overturned", "paired rounds: p95 SAME", {"p95": comparison("ok", 1.0)})
+    decided = decide_test(
+        evidence(comparisons={"p50": REAL_15}, fail_thresholds={"p50": 0.10}, confirmation=other)
+    )
+    assert decided.decision == "escalate"
+    assert any(
+        "paired rounds against the baseline's commit did not compare it (paired rounds: p95 SAME)"
+        in r
+        for r in decided.reasons
+    ), decided.reasons
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,12 @@ def test_a_regression_stands_on_the_quantiles_every_pair_found() -> None:
     assert both.state == "confirmed"
     assert both.comparisons["p95"] is first_found["p95"]
     assert both.comparisons["p50"] is second_found["p50"]  # not found by both: left to pair 2
+    # A quantile only pair 1 found and pair 2 did not compare is dropped, not kept DIFFERENT.
+    unmeasured = replicated(
+        confirmation_from(asked, first_found, command="ab", pairs=8),
+        confirmation_from(["p95"], {"p95": second_found["p95"]}, command="ab", pairs=8),
+    )
+    assert set(unmeasured.comparisons) == {"p95"}
     decided = decide_test(
         evidence(
             comparisons={"p50": first_found["p50"], "p95": first_found["p95"]},
