@@ -3,7 +3,8 @@
 ======  =====================================================================================
 status  meaning
 ======  =====================================================================================
-0       ship: every gated decision ships (the command: success)
+0       no decision fails the run: every test ships, or escalates under the default gate
+        (the command: success)
 1       rollback (and escalate under ``--roofline-gate=escalate`` / ``--gate escalate``)
 2       the command's usage or data error (bad arguments, an unusable store or file); for
         pytest itself, an interrupted run

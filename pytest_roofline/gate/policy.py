@@ -35,7 +35,12 @@ from dataclasses import dataclass
 
 from pytest_roofline import stats
 from pytest_roofline.gate.confirm import busy_host
-from pytest_roofline.gate.evidence import MIN_COUNTER_COMPLETENESS, ReplayOutcome, TestEvidence
+from pytest_roofline.gate.evidence import (
+    MIN_COUNTER_COMPLETENESS,
+    Confirmation,
+    ReplayOutcome,
+    TestEvidence,
+)
 from pytest_roofline.gate.thresholds import exceeds_threshold, threshold_reasons
 from pytest_roofline.stats import CommonMode, GateMargin, QuantileComparison
 from pytest_roofline.stats.threeway import NEVER_SAME_RATIO
@@ -750,6 +755,22 @@ def _settled_by_paired_rounds(
     return True
 
 
+def _undisputed_paired_rounds(e: TestEvidence) -> Confirmation | None:
+    """The paired rounds that settled a two-run session's first look, where they can overrule it:
+    they ran (not ``unavailable``) and every pair of worker processes agreed (not ``disputed``).
+    ``ab``'s own second pair (``design == "paired"``) is a replica of the run, not a
+    confirmation against the baseline's commit, so it never overrules a first look."""
+    confirmation = e.confirmation
+    if (
+        confirmation is None
+        or confirmation.state == "unavailable"
+        or confirmation.disputed
+        or e.design == "paired"
+    ):
+        return None
+    return confirmation
+
+
 def _assessed_by_paired_rounds(
     e: TestEvidence,
     name: str,
@@ -768,13 +789,8 @@ def _assessed_by_paired_rounds(
 
     :returns: whether the paired rounds decided it (the reason line was added).
     """
-    confirmation = e.confirmation
-    if (
-        confirmation is None
-        or confirmation.state == "unavailable"
-        or confirmation.disputed
-        or e.design == "paired"
-    ):
+    confirmation = _undisputed_paired_rounds(e)
+    if confirmation is None:
         return False
     paired = confirmation.comparisons.get(name)
     if paired is None:
@@ -898,13 +914,8 @@ def _overruled_by_paired_rounds(
 
     :returns: whether it rolled back (the reason lines were added).
     """
-    confirmation = e.confirmation
-    if (
-        confirmation is None
-        or confirmation.state == "unavailable"
-        or confirmation.disputed
-        or e.design == "paired"
-    ):
+    confirmation = _undisputed_paired_rounds(e)
+    if confirmation is None:
         return False
     paired = confirmation.comparisons.get(name)
     if paired is None or paired.outcome != "different" or e.same_code:

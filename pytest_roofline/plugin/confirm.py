@@ -503,9 +503,8 @@ def _measure(
         test = workers.measure_test(
             nodeid, PairedStop(margins, plan, alpha=gate.alpha), window_s=window_s
         )
-        log(f"{nodeid}: {test.pairs} window pairs ({test.stop}), {len(test.dropped)} dropped")
         # Pairs with a host-disturbed window on either side are left out (ab.pairs).
-        return windows_confirmation(
+        found = windows_confirmation(
             names,
             test,
             margins,
@@ -513,6 +512,11 @@ def _measure(
             alpha=gate.alpha,
             command=ab_command(nodeid, commit),
         )
+        log(
+            f"{nodeid}: {test.pairs} window pairs ({test.stop}), {len(test.dropped)} dropped; "
+            f"asked {', '.join(names)}; DIFFERENT: {', '.join(_regressed(found)) or 'none'}"
+        )
+        return found
 
     try:
         with PairedWorkers(specs[0], specs[1], windows, log=log) as workers:

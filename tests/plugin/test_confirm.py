@@ -138,6 +138,20 @@ def run(
     )
 
 
+def pairs_asked(stdout: str) -> list[tuple[set[str], set[str]]]:
+    """Each pair of worker processes' rounds for the test, in order, as the session logs them:
+    the quantiles asked, and those found DIFFERENT."""
+    found = re.findall(
+        re.escape(NODEID) + r": \d+ window pairs \([^)]*\), \d+ dropped; asked ([^;]+); "
+        r"DIFFERENT: (.+)",
+        stdout,
+    )
+    return [
+        (set(asked.split(", ")), set() if different == "none" else set(different.split(", ")))
+        for asked, different in found
+    ]
+
+
 def record_of(root: Path) -> dict[str, Any]:
     document = json.loads((root / "out.json").read_text())
     (test,) = [t for t in document["tests"] if t["nodeid"] == NODEID]
@@ -336,6 +350,11 @@ def test_a_same_first_look_shifted_inside_a_wide_history_margin_is_asked_of_pair
             assert test["confirmation"]["pairs"] >= 12
             assert re.search(r"again on worker pair 2 for up to \d+ s", done.stdout), done.stdout
             assert "again on worker pair 3" in done.stdout + done.stderr
+            # Each fresh pair is asked only what the pairs before it found DIFFERENT, so its
+            # rounds cannot stop on another quantile first (gate.confirm.replicated).
+            first, second, third = pairs_asked(done.stdout)
+            assert second[0] == first[1], done.stdout
+            assert third[0] == first[1] & second[1], done.stdout
     else:
         # The host's x1.25 falls on both sides of the paired rounds: the first look's SAME stands.
         assert test["confirmation"]["change"]["p50"]["outcome"] == "same"
